@@ -1,0 +1,1 @@
+"""HTTP routes, thin: parse, authenticate, call a service function, return its object."""

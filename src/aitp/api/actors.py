@@ -1,0 +1,28 @@
+"""Actors of a thread (AITP extension)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from aitp.api.deps import PrincipalDep, RuntimeDep
+from aitp.api.errors import ERROR_RESPONSES
+from aitp.api.responses import FastJSONResponse
+from aitp.models import ActorList, Actor, ActorInput, DeletedObject
+from aitp.services import actors
+
+router = APIRouter(tags=["actors"], responses=ERROR_RESPONSES)
+
+
+@router.get("/threads/{thread_id}/actors", response_model=ActorList, summary="List a thread's actors")
+async def list_actors(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(await actors.list_actors(rt, principal, thread_id))
+
+
+@router.post("/threads/{thread_id}/actors", response_model=Actor, summary="Add an actor or update its capabilities")
+async def put_actor(thread_id: str, body: ActorInput, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(await actors.put_actor(rt, principal, thread_id, body))
+
+
+@router.delete("/threads/{thread_id}/actors/{actor_id:path}", response_model=DeletedObject, summary="Remove an actor")
+async def remove_actor(thread_id: str, actor_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(await actors.remove_actor(rt, principal, thread_id, actor_id))

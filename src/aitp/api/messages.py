@@ -1,0 +1,59 @@
+"""Messages of a thread (OpenAI Assistants v2)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Body, Query
+
+from aitp.api.deps import PrincipalDep, RuntimeDep
+from aitp.api.errors import ERROR_RESPONSES
+from aitp.api.responses import FastJSONResponse
+from aitp.models import CreateMessageRequest, DeletedObject, ListPage, Message, ModifyMessageRequest
+from aitp.services import messages
+
+router = APIRouter(tags=["messages"], responses=ERROR_RESPONSES)
+
+
+@router.post("/threads/{thread_id}/messages", response_model=Message, summary="Create a message")
+async def create_message(
+    thread_id: str, body: CreateMessageRequest, rt: RuntimeDep, principal: PrincipalDep
+) -> FastJSONResponse:
+    return FastJSONResponse(await messages.create_message(rt, principal, thread_id, body))
+
+
+@router.get("/threads/{thread_id}/messages", response_model=ListPage[Message], summary="List messages")
+async def list_messages(
+    thread_id: str,
+    rt: RuntimeDep,
+    principal: PrincipalDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    order: Literal["asc", "desc"] = "desc",
+    after: str | None = None,
+    before: str | None = None,
+    run_id: Annotated[str | None, Query(description="Accepted for OpenAI compatibility; aitp has no runs.")] = None,
+) -> FastJSONResponse:
+    page = await messages.list_messages(rt, principal, thread_id, limit=limit, order=order, after=after, before=before)
+    return FastJSONResponse(page)
+
+
+@router.get("/threads/{thread_id}/messages/{message_id}", response_model=Message, summary="Retrieve a message")
+async def get_message(thread_id: str, message_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(await messages.get_message(rt, principal, thread_id, message_id))
+
+
+@router.post("/threads/{thread_id}/messages/{message_id}", response_model=Message, summary="Modify a message's metadata")
+async def modify_message(
+    thread_id: str,
+    message_id: str,
+    rt: RuntimeDep,
+    principal: PrincipalDep,
+    body: Annotated[ModifyMessageRequest | None, Body()] = None,
+) -> FastJSONResponse:
+    result = await messages.modify_message(rt, principal, thread_id, message_id, body or ModifyMessageRequest())
+    return FastJSONResponse(result)
+
+
+@router.delete("/threads/{thread_id}/messages/{message_id}", response_model=DeletedObject, summary="Delete a message")
+async def delete_message(thread_id: str, message_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(await messages.delete_message(rt, principal, thread_id, message_id))

@@ -1,0 +1,62 @@
+"""Threads: OpenAI Assistants v2 routes plus the AITP-T01 `POST /v1/thread` alias."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Body, Query
+
+from aitp.api.deps import PrincipalDep, RuntimeDep
+from aitp.api.errors import ERROR_RESPONSES
+from aitp.api.responses import FastJSONResponse
+from aitp.models import CreateThreadRequest, DeletedObject, ListPage, ModifyThreadRequest, Thread
+from aitp.services import threads
+
+router = APIRouter(tags=["threads"], responses=ERROR_RESPONSES)
+
+
+@router.post("/threads", response_model=Thread, summary="Create a thread")
+async def create_thread(
+    rt: RuntimeDep, principal: PrincipalDep, body: Annotated[CreateThreadRequest | None, Body()] = None
+) -> FastJSONResponse:
+    return FastJSONResponse(await threads.create_thread(rt, principal, body or CreateThreadRequest()))
+
+
+@router.post("/thread", response_model=Thread, summary="Create a thread (AITP-T01 path)")
+async def create_thread_t01(
+    rt: RuntimeDep, principal: PrincipalDep, body: Annotated[CreateThreadRequest | None, Body()] = None
+) -> FastJSONResponse:
+    return FastJSONResponse(await threads.create_thread(rt, principal, body or CreateThreadRequest()))
+
+
+@router.get("/threads", response_model=ListPage[Thread], summary="List the caller's threads")
+async def list_threads(
+    rt: RuntimeDep,
+    principal: PrincipalDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    order: Literal["asc", "desc"] = "desc",
+    after: str | None = None,
+    before: str | None = None,
+) -> FastJSONResponse:
+    page = await threads.list_threads(rt, principal, limit=limit, order=order, after=after, before=before)
+    return FastJSONResponse(page)
+
+
+@router.get("/threads/{thread_id}", response_model=Thread, summary="Retrieve a thread")
+async def get_thread(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(await threads.get_thread(rt, principal, thread_id))
+
+
+@router.post("/threads/{thread_id}", response_model=Thread, summary="Modify a thread (empty body: retrieve)")
+async def modify_thread(
+    thread_id: str,
+    rt: RuntimeDep,
+    principal: PrincipalDep,
+    body: Annotated[ModifyThreadRequest | None, Body()] = None,
+) -> FastJSONResponse:
+    return FastJSONResponse(await threads.modify_thread(rt, principal, thread_id, body or ModifyThreadRequest()))
+
+
+@router.delete("/threads/{thread_id}", response_model=DeletedObject, summary="Delete a thread")
+async def delete_thread(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(await threads.delete_thread(rt, principal, thread_id))

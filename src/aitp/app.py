@@ -1,0 +1,50 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+from fastapi import FastAPI
+
+from aitp import __version__
+from aitp.api import actors, errors, events, keys, messages, threads
+from aitp.config import Settings
+from aitp.runtime import Runtime
+from aitp.store import Store, open_store
+
+
+def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
+    """Build the app. A `store` passed in is used as is (opened and closed by the caller);
+    otherwise one is opened from `settings.store_url` for the app's lifetime."""
+    settings = settings or Settings.from_env()
+    owns_store = store is None
+    runtime = Runtime(store=store or open_store(settings.store_url), settings=settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if owns_store:
+            await runtime.store.open()
+        try:
+            yield
+        finally:
+            if owns_store:
+                await runtime.store.close()
+
+    app = FastAPI(
+        title="aitp",
+        version=__version__,
+        description="Thread service for the Agent Interaction & Transaction Protocol: OpenAI Assistants v2 "
+        "Threads API compatible, plus AITP-T01 actors and capabilities.",
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    errors.install(app)
+    for module in (threads, messages, actors, events, keys):
+        app.include_router(module.router, prefix="/v1")
+
+    @app.get("/health", tags=["health"], summary="Liveness (no key needed)")
+    async def health() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    return app

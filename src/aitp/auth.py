@@ -1,0 +1,62 @@
+"""API keys and the principal a request acts as.
+
+A key belongs to one actor id, or is an admin key. Only a SHA-256 hash of each key is stored; keys
+are 256-bit random tokens, so a fast hash is enough (no password stretching needed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass, field
+
+from aitp.errors import Unauthenticated
+from aitp.store.base import Store
+
+KEY_PREFIX = "aitp_"
+ADMIN_ACTOR = "admin"
+CAPABILITIES_WRITE = "capabilities:write"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request acts as: an actor id, with admin rights or not."""
+
+    actor: str
+    admin: bool = False
+    key_id: str | None = None
+    scopes: frozenset[str] = field(default_factory=frozenset)
+
+    def can(self, scope: str) -> bool:
+        return self.admin or scope in self.scopes
+
+
+def generate_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an `Authorization: Bearer <token>` header, or raise 401."""
+    if not authorization:
+        raise Unauthenticated(
+            "Missing API key: send 'Authorization: Bearer <key>'.", code="missing_api_key"
+        )
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("Malformed Authorization header: expected 'Bearer <key>'.")
+    return token.strip()
+
+
+async def authenticate(store: Store, token: str, env_admin_key: str | None) -> Principal:
+    """Resolve a bearer token to its principal, or raise 401."""
+    if env_admin_key is not None and hmac.compare_digest(token.encode(), env_admin_key.encode()):
+        return Principal(actor=ADMIN_ACTOR, admin=True, key_id=None)
+    record = await store.find_key(hash_key(token))
+    if record is None:
+        raise Unauthenticated("Incorrect API key provided.")
+    return Principal(actor=record.actor, admin=record.admin, key_id=record.id, scopes=frozenset(record.scopes))

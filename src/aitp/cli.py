@@ -1,0 +1,138 @@
+"""`aitp serve`, `aitp keys ...`, `aitp schemas export`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any, Awaitable, Callable, TypeVar
+
+from aitp.config import Settings
+from aitp.store import Store, open_store
+
+T = TypeVar("T")
+
+
+def _with_store(settings: Settings, fn: Callable[[Store], Awaitable[T]]) -> T:
+    async def run() -> T:
+        store = open_store(settings.store_url)
+        await store.open()
+        try:
+            return await fn(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
+def serve(settings: Settings) -> None:
+    import uvicorn
+
+    from aitp.app import create_app
+    from aitp.services.keys import ensure_admin_key
+
+    new_admin_key = None if settings.admin_key else _with_store(settings, ensure_admin_key)
+    shown_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    base = f"http://{shown_host}:{settings.port}"
+    print(f"aitp: store {settings.store_url}", flush=True)
+    if new_admin_key:
+        print(
+            "aitp: created the admin key (shown once, stored only as a hash):\n"
+            f"    {new_admin_key}\n"
+            f"aitp: API at {base}/v1  (try: curl -H 'Authorization: Bearer {new_admin_key}' {base}/v1/threads)\n"
+            f"aitp: API docs at {base}/docs",
+            flush=True,
+        )
+    else:
+        print(f"aitp: API at {base}/v1, docs at {base}/docs", flush=True)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+
+
+def _print_key(key: dict[str, Any]) -> None:
+    flags = " admin" if key["admin"] else ""
+    scopes = f" scopes={','.join(key['scopes'])}" if key["scopes"] else ""
+    print(f"{key['id']}  actor={key['actor']}{flags}{scopes}  {key['prefix']}…")
+
+
+def keys_command(settings: Settings, args: argparse.Namespace) -> int:
+    from aitp.services import keys
+
+    if args.keys_command == "create":
+        created = _with_store(
+            settings, lambda s: keys.create_key(s, args.actor, admin=args.admin, scopes=args.scope or [])
+        )
+        print(created["key"])
+        print(f"(id {created['id']}, actor {created['actor']}{', admin' if created['admin'] else ''}; "
+              "the key is shown only now)", file=sys.stderr)
+        return 0
+    if args.keys_command == "list":
+        for key in _with_store(settings, keys.list_keys)["data"]:
+            _print_key(key)
+        return 0
+    from aitp.errors import APIError
+
+    try:
+        _with_store(settings, lambda s: keys.revoke_key(s, args.key_id))
+    except APIError as exc:
+        print(f"aitp: {exc.message}", file=sys.stderr)
+        return 1
+    print(f"revoked {args.key_id}")
+    return 0
+
+
+def schemas_command(args: argparse.Namespace) -> int:
+    from aitp import wire_schemas
+
+    directory = Path(args.dir)
+    if args.check:
+        changed = wire_schemas.drift(directory)
+        for name in changed:
+            print(f"out of date: {directory / name}", file=sys.stderr)
+        return 1 if changed else 0
+    for path in wire_schemas.export(directory):
+        print(path)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="aitp", description="AITP thread service")
+    sub = root.add_subparsers(dest="command", required=True)
+
+    serve_p = sub.add_parser("serve", help="run the HTTP service")
+    serve_p.add_argument("--host", help="bind address (default 127.0.0.1, env AITP_HOST)")
+    serve_p.add_argument("--port", type=int, help="port (default 8000, env AITP_PORT)")
+    serve_p.add_argument("--store", help="sqlite:///path/to/aitp.db or mongodb://... (env AITP_STORE)")
+
+    keys_p = sub.add_parser("keys", help="manage API keys")
+    keys_p.add_argument("--store", help="store URL (env AITP_STORE)")
+    keys_sub = keys_p.add_subparsers(dest="keys_command", required=True)
+    create_p = keys_sub.add_parser("create", help="create a key and print it")
+    create_p.add_argument("--actor", required=True, help="the actor id the key acts as")
+    create_p.add_argument("--admin", action="store_true", help="an admin key (may do everything)")
+    create_p.add_argument("--scope", action="append", choices=["capabilities:write"], help="extra scope")
+    keys_sub.add_parser("list", help="list keys (never their secrets)")
+    revoke_p = keys_sub.add_parser("revoke", help="revoke a key by id")
+    revoke_p.add_argument("key_id")
+
+    schemas_p = sub.add_parser("schemas", help="wire-object JSON Schemas")
+    schemas_sub = schemas_p.add_subparsers(dest="schemas_command", required=True)
+    export_p = schemas_sub.add_parser("export", help="write schemas/*.schema.json from the models")
+    export_p.add_argument("--dir", default="schemas")
+    export_p.add_argument("--check", action="store_true", help="exit 1 if the files differ from the models")
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    settings = Settings.from_env()
+    if args.command == "serve":
+        serve(settings.with_overrides(host=args.host, port=args.port, store_url=args.store))
+        return 0
+    if args.command == "keys":
+        return keys_command(settings.with_overrides(store_url=args.store), args)
+    return schemas_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

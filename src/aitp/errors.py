@@ -1,0 +1,68 @@
+"""Client errors, one class per OpenAI error `type`, rendered once as the OpenAI envelope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class APIError(Exception):
+    """An error the client caused (or may retry); rendered as `{"error": {...}}`."""
+
+    status_code: int = 400
+    type: str = "invalid_request_error"
+    default_code: str | None = None
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code if code is not None else self.default_code
+
+    def envelope(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+class InvalidRequest(APIError):
+    status_code = 400
+    default_code = "invalid_request"
+
+
+class Unauthenticated(APIError):
+    status_code = 401
+    type = "authentication_error"
+    default_code = "invalid_api_key"
+
+
+class PermissionDenied(APIError):
+    status_code = 403
+    type = "permission_error"
+    default_code = "permission_denied"
+
+
+class NotFound(APIError):
+    status_code = 404
+    default_code = "not_found"
+
+
+class Conflict(APIError):
+    status_code = 409
+    default_code = "conflict"
+
+
+class PayloadTooLarge(APIError):
+    status_code = 413
+    default_code = "payload_too_large"
+
+
+class Unprocessable(APIError):
+    status_code = 422
+    default_code = "unprocessable"
+
+
+def thread_not_found(thread_id: str) -> NotFound:
+    # Same answer for "missing" and "not a member" so thread ids do not leak.
+    return NotFound(f"No thread found with id '{thread_id}'.", param="thread_id", code="thread_not_found")
+
+
+def message_not_found(message_id: str) -> NotFound:
+    return NotFound(f"No message found with id '{message_id}'.", param="message_id", code="message_not_found")

@@ -1,0 +1,43 @@
+"""Pydantic v2 wire models: what crosses the HTTP boundary, in both directions.
+
+Responses are rendered as plain dicts by `aitp.render` (no per-request model validation on the
+hot path); these models document them in the OpenAPI document and `schemas/`, and a test checks
+that real responses validate against them.
+"""
+
+from aitp.models.common import DeletedObject, ErrorBody, ErrorResponse, ListPage
+from aitp.models.events import Event, EventList
+from aitp.models.keys import ApiKey, ApiKeyList, CreatedApiKey, CreateKeyRequest
+from aitp.models.messages import CreateMessageRequest, Message, ModifyMessageRequest
+from aitp.models.threads import (
+    Actor,
+    ActorInput,
+    ActorList,
+    CapabilityDeclaration,
+    CreateThreadRequest,
+    ModifyThreadRequest,
+    Thread,
+)
+
+__all__ = [
+    "Actor",
+    "ActorInput",
+    "ActorList",
+    "ApiKey",
+    "ApiKeyList",
+    "CapabilityDeclaration",
+    "CreateKeyRequest",
+    "CreateMessageRequest",
+    "CreateThreadRequest",
+    "CreatedApiKey",
+    "DeletedObject",
+    "ErrorBody",
+    "ErrorResponse",
+    "Event",
+    "EventList",
+    "ListPage",
+    "Message",
+    "ModifyMessageRequest",
+    "ModifyThreadRequest",
+    "Thread",
+]

@@ -1,0 +1,39 @@
+"""API keys: each belongs to one actor; admin keys may act for anyone."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Scope = Literal["capabilities:write"]
+
+
+class CreateKeyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    actor: str = Field(min_length=1, max_length=256)
+    admin: bool = False
+    scopes: list[Scope] = Field(default_factory=list)
+
+
+class ApiKey(BaseModel):
+    """A key as listed: never the secret, only its first characters."""
+
+    id: str
+    object: Literal["api_key"] = "api_key"
+    actor: str
+    admin: bool
+    scopes: list[str]
+    created_at: int
+    prefix: str
+
+
+class CreatedApiKey(ApiKey):
+    """Returned once on creation: `key` is the secret bearer token."""
+
+    key: str
+
+
+class ApiKeyList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ApiKey]

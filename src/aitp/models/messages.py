@@ -1,0 +1,69 @@
+"""Messages: OpenAI content parts in and out, plus the AITP `aitp` routing summary."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class TextValue(BaseModel):
+    value: str
+    annotations: list[dict[str, Any]]
+
+
+class TextPart(BaseModel):
+    type: Literal["text"] = "text"
+    text: TextValue
+
+
+class ImageUrlPart(BaseModel):
+    type: Literal["image_url"] = "image_url"
+    image_url: dict[str, Any]
+
+
+class ImageFilePart(BaseModel):
+    type: Literal["image_file"] = "image_file"
+    image_file: dict[str, Any]
+
+
+ContentPart = TextPart | ImageUrlPart | ImageFilePart
+
+
+class Message(BaseModel):
+    """An OpenAI `thread.message`; `metadata.actor` names the AITP actor that wrote it."""
+
+    id: str
+    object: Literal["thread.message"] = "thread.message"
+    created_at: int
+    thread_id: str
+    status: Literal["completed"] = "completed"
+    incomplete_details: None = None
+    completed_at: int
+    incomplete_at: None = None
+    role: Literal["user", "assistant"]
+    content: list[ContentPart]
+    assistant_id: str | None
+    run_id: None = None
+    attachments: list[dict[str, Any]]
+    metadata: dict[str, str]
+    aitp: list[dict[str, Any]] | None = None
+
+
+class CreateMessageRequest(BaseModel):
+    """`content` is a string, an array of strings (AITP) or an array of OpenAI content parts.
+
+    `role` is derived from the author (thread creator → user, others → assistant); if sent it
+    must agree.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["user", "assistant"] | None = None
+    content: str | list[Any]
+    attachments: list[dict[str, Any]] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class ModifyMessageRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    metadata: dict[str, Any] | None = None

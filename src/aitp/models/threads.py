@@ -1,0 +1,83 @@
+"""Threads and their actors (AITP participants) with capability declarations."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aitp.models.messages import CreateMessageRequest
+
+# An actor may declare a capability as a URL string, {"schema": url} or {"$schema": url}.
+CapabilityInput = str | dict[str, Any]
+
+
+class CapabilityDeclaration(BaseModel):
+    """A capability an actor understands, normalised to `{"schema": url}`."""
+
+    model_config = ConfigDict(extra="allow")
+    schema_: str = Field(alias="schema", serialization_alias="schema")
+
+
+class Actor(BaseModel):
+    """A participant of a thread: `user` if it created the thread, else `assistant`."""
+
+    object: Literal["thread.actor"] = "thread.actor"
+    id: str
+    client_id: str | None
+    role: Literal["user", "assistant"]
+    capabilities: list[CapabilityDeclaration]
+    joined_at: int
+
+
+class ActorInput(BaseModel):
+    """An actor to add to a thread, or its new capability list."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1, max_length=256)
+    client_id: str | None = Field(default=None, max_length=256)
+    capabilities: list[CapabilityInput] = Field(default_factory=list)
+
+
+class Thread(BaseModel):
+    """An OpenAI Thread object plus the AITP `actors` and `parent_id` fields.
+
+    `metadata` holds only strings (OpenAI rule); it also carries `actors` (JSON-encoded) and
+    `parent_id` so that clients that only read metadata see them, as AITP-T01 clients do.
+    """
+
+    id: str
+    object: Literal["thread"] = "thread"
+    created_at: int
+    tool_resources: dict[str, Any] | None
+    metadata: dict[str, str]
+    actors: list[Actor]
+    parent_id: str | None
+
+
+class CreateThreadRequest(BaseModel):
+    """`POST /v1/threads` (and AITP-T01 `POST /v1/thread`).
+
+    Actors may be given as `actors` or as `metadata.actors` (an array or a JSON-encoded string).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    # AITP-T01 sends messages as bare strings; OpenAI as message objects.
+    messages: list[str | CreateMessageRequest] | None = None
+    metadata: dict[str, Any] | None = None
+    actors: list[ActorInput] | None = None
+    parent_id: str | None = None
+    tool_resources: dict[str, Any] | None = None
+
+
+class ModifyThreadRequest(BaseModel):
+    """Replace the thread's metadata; an empty body returns the thread unchanged (AITP-T01 retrieve)."""
+
+    model_config = ConfigDict(extra="forbid")
+    metadata: dict[str, Any] | None = None
+    tool_resources: dict[str, Any] | None = None
+
+
+class ActorList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[Actor]

@@ -1,0 +1,107 @@
+"""Records → wire objects (plain dicts in the shapes documented by `aitp.models`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from aitp.store.base import ActorRecord, EventRecord, KeyRecord, MessageRecord, ThreadRecord
+
+
+def role_of(actor_id: str, thread_creator: str) -> str:
+    """AITP: the thread's creator speaks as `user`, every other actor as `assistant`."""
+    return "user" if actor_id == thread_creator else "assistant"
+
+
+def actor(record: ActorRecord, creator: str) -> dict[str, Any]:
+    return {
+        "object": "thread.actor",
+        "id": record.id,
+        "client_id": record.client_id,
+        "role": role_of(record.id, creator),
+        "capabilities": record.capabilities,
+        "joined_at": record.joined_at,
+    }
+
+
+def _actors_metadata(actors: list[dict[str, Any]]) -> str:
+    # The AITP-T01 wire form: metadata.actors as a JSON string of [{id, client_id?, capabilities}].
+    compact = [
+        {"id": a["id"], **({"client_id": a["client_id"]} if a["client_id"] else {}), "capabilities": a["capabilities"]}
+        for a in actors
+    ]
+    return orjson.dumps(compact).decode()
+
+
+def thread(record: ThreadRecord, actors: list[ActorRecord]) -> dict[str, Any]:
+    rendered_actors = [actor(a, record.creator) for a in actors]
+    metadata = dict(record.metadata)
+    metadata["actors"] = _actors_metadata(rendered_actors)
+    if record.parent_id is not None:
+        metadata["parent_id"] = record.parent_id
+    return {
+        "id": record.id,
+        "object": "thread",
+        "created_at": record.created_at,
+        "tool_resources": record.tool_resources,
+        "metadata": metadata,
+        "actors": rendered_actors,
+        "parent_id": record.parent_id,
+    }
+
+
+def message(record: MessageRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "object": "thread.message",
+        "created_at": record.created_at,
+        "thread_id": record.thread_id,
+        "status": "completed",
+        "incomplete_details": None,
+        "completed_at": record.created_at,
+        "incomplete_at": None,
+        "role": record.role,
+        "content": record.content,
+        "assistant_id": None,
+        "run_id": None,
+        "attachments": record.attachments,
+        "metadata": {**record.metadata, "actor": record.actor},
+        "aitp": record.aitp,
+    }
+
+
+def event(record: EventRecord) -> dict[str, Any]:
+    return {
+        "seq": record.seq,
+        "type": record.type,
+        "thread_id": record.thread_id,
+        "created_at": record.created_at,
+        "data": record.data,
+    }
+
+
+def deleted(object_id: str, object_type: str) -> dict[str, Any]:
+    return {"id": object_id, "object": object_type, "deleted": True}
+
+
+def api_key(record: KeyRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "object": "api_key",
+        "actor": record.actor,
+        "admin": record.admin,
+        "scopes": record.scopes,
+        "created_at": record.created_at,
+        "prefix": record.prefix,
+    }
+
+
+def page(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": items,
+        "first_id": items[0]["id"] if items else None,
+        "last_id": items[-1]["id"] if items else None,
+        "has_more": has_more,
+    }

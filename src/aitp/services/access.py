@@ -1,0 +1,44 @@
+"""Who may see and touch a thread. Non-members get 404, never 403, so thread ids do not leak."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aitp.auth import Principal
+from aitp.errors import InvalidRequest, PermissionDenied, thread_not_found
+from aitp.runtime import Runtime
+from aitp.store.base import ActorRecord, ThreadRecord
+
+@dataclass
+class ThreadView:
+    """A thread with its current actors, as loaded for one request."""
+
+    thread: ThreadRecord
+    actors: list[ActorRecord]
+
+    def member(self, actor_id: str) -> ActorRecord | None:
+        return next((a for a in self.actors if a.id == actor_id), None)
+
+async def readable_thread(rt: Runtime, principal: Principal, thread_id: str) -> ThreadView:
+    """The thread if the principal is a member (or admin); 404 otherwise."""
+    thread = await rt.store.get_thread(thread_id)
+    if thread is None:
+        raise thread_not_found(thread_id)
+    view = ThreadView(thread, await rt.store.list_actors(thread_id))
+    if not principal.admin and view.member(principal.actor) is None:
+        raise thread_not_found(thread_id)
+    return view
+
+def acting_actor(principal: Principal, requested: object, param: str = "metadata.actor") -> str:
+    """The actor a write is made as: the key's own, or (admin only) the one requested."""
+    if requested is None or requested == principal.actor:
+        return principal.actor
+    if not isinstance(requested, str) or not requested:
+        raise InvalidRequest("`actor` must be a non-empty string.", param=param)
+    if not principal.admin:
+        raise PermissionDenied(
+            f"This key acts as '{principal.actor}' and cannot write as '{requested}'.",
+            param=param,
+            code="actor_impersonation",
+        )
+    return requested

@@ -1,0 +1,53 @@
+"""Thread membership: members bring others in, actors update their own capabilities, leave or are removed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aitp import render
+from aitp.auth import Principal
+from aitp.errors import NotFound, PermissionDenied, thread_not_found
+from aitp.models import ActorInput
+from aitp.runtime import Runtime, now
+from aitp.services.access import readable_thread
+from aitp.services.threads import actor_records
+from aitp.store.base import ActorRecord, NewEvent
+
+
+async def list_actors(rt: Runtime, principal: Principal, thread_id: str) -> dict[str, Any]:
+    view = await readable_thread(rt, principal, thread_id)
+    items = [render.actor(a, view.thread.creator) for a in view.actors]
+    return {"object": "list", "data": items}
+
+
+async def put_actor(rt: Runtime, principal: Principal, thread_id: str, body: ActorInput) -> dict[str, Any]:
+    """Add an actor (any member may), or replace an actor's declaration (only itself or an admin)."""
+    view = await readable_thread(rt, principal, thread_id)
+    if view.member(body.id) is not None and body.id != principal.actor and not principal.admin:
+        raise PermissionDenied(
+            f"Actor '{body.id}' is already a member; only it (or an admin) may change its capabilities.",
+            param="id",
+        )
+    (record,) = actor_records(thread_id, [body], now(), "")
+    creator = view.thread.creator
+
+    def event(actor: ActorRecord, joined: bool) -> NewEvent:
+        return NewEvent("thread.actor.joined" if joined else "thread.actor.updated", render.actor(actor, creator), now())
+
+    result = await rt.store.put_actor(record, event)
+    if result is None:
+        raise thread_not_found(thread_id)
+    return result[1].data
+
+
+async def remove_actor(rt: Runtime, principal: Principal, thread_id: str, actor_id: str) -> dict[str, Any]:
+    """An actor may leave; the thread's creator (or an admin) may remove anyone."""
+    view = await readable_thread(rt, principal, thread_id)
+    allowed = principal.admin or actor_id == principal.actor or view.thread.creator == principal.actor
+    if not allowed:
+        raise PermissionDenied("Only the actor itself, the thread's creator or an admin may remove an actor.",
+                               param="actor_id")
+    receipt = render.deleted(actor_id, "thread.actor.deleted")
+    if await rt.store.remove_actor(thread_id, actor_id, NewEvent("thread.actor.left", receipt, now())) is None:
+        raise NotFound(f"Actor '{actor_id}' is not a member of this thread.", param="actor_id", code="actor_not_found")
+    return receipt

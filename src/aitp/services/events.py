@@ -1,0 +1,22 @@
+"""Reading a thread's event log (the live push streams the same log)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aitp import render
+from aitp.auth import Principal
+from aitp.runtime import Runtime
+from aitp.services.access import readable_thread
+
+
+async def list_events(rt: Runtime, principal: Principal, thread_id: str, *, after: int, limit: int) -> dict[str, Any]:
+    await readable_thread(rt, principal, thread_id)
+    records = await rt.store.list_events(thread_id, after=after, limit=limit + 1)
+    items = [render.event(r) for r in records[:limit]]
+    return {
+        "object": "list",
+        "data": items,
+        "last_seq": items[-1]["seq"] if items else after,
+        "has_more": len(records) > limit,
+    }

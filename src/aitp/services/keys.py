@@ -1,0 +1,45 @@
+"""API key administration, and the first-start admin key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aitp import render
+from aitp.auth import ADMIN_ACTOR, Principal, generate_key, hash_key
+from aitp.errors import NotFound, PermissionDenied
+from aitp.ids import new_id
+from aitp.runtime import now
+from aitp.store.base import KeyRecord, Store
+
+
+def require_admin(principal: Principal) -> None:
+    if not principal.admin:
+        raise PermissionDenied("This operation needs an admin key.", code="admin_required")
+
+
+async def create_key(store: Store, actor: str, *, admin: bool = False, scopes: list[str] | None = None) -> dict[str, Any]:
+    """Create a key; the returned `key` secret is shown this once and stored only as a hash."""
+    secret = generate_key()
+    record = KeyRecord(
+        id=new_id("key"), hash=hash_key(secret), actor=actor, admin=admin, created_at=now(),
+        prefix=secret[:9], scopes=sorted(set(scopes or [])),
+    )
+    await store.create_key(record)
+    return {**render.api_key(record), "key": secret}
+
+
+async def list_keys(store: Store) -> dict[str, Any]:
+    return {"object": "list", "data": [render.api_key(k) for k in await store.list_keys()]}
+
+
+async def revoke_key(store: Store, key_id: str) -> dict[str, Any]:
+    if not await store.delete_key(key_id):
+        raise NotFound(f"No API key found with id '{key_id}'.", param="key_id", code="key_not_found")
+    return render.deleted(key_id, "api_key.deleted")
+
+
+async def ensure_admin_key(store: Store) -> str | None:
+    """On first start with no admin key at all, create one and return its secret (else None)."""
+    if await store.has_admin_key():
+        return None
+    return (await create_key(store, ADMIN_ACTOR, admin=True))["key"]

@@ -1,0 +1,134 @@
+"""Messages: author and role derivation, posting, paging by per-thread seq, metadata, deletion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aitp import render
+from aitp.auth import Principal
+from aitp.errors import InvalidRequest, PermissionDenied, message_not_found, thread_not_found
+from aitp.ids import new_id
+from aitp.models import CreateMessageRequest, ModifyMessageRequest
+from aitp.runtime import Runtime, now
+from aitp.services.access import ThreadView, acting_actor, readable_thread
+from aitp.services.inputs import check_attachments, check_metadata, normalize_content
+from aitp.services.paging import cursor_page
+from aitp.store.base import MessageRecord, NewEvent, Order
+
+
+def _param(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def build_message(
+    principal: Principal, view: ThreadView, body: CreateMessageRequest, created_at: int, param: str = ""
+) -> MessageRecord:
+    """A message record: author checked (no impersonation, must be a member), role derived."""
+    metadata = dict(body.metadata or {})
+    actor = acting_actor(principal, metadata.pop("actor", None), _param(param, "metadata.actor"))
+    if view.member(actor) is None:
+        raise InvalidRequest(
+            f"Actor '{actor}' is not a member of this thread; add it with POST /v1/threads/{{id}}/actors first.",
+            param=_param(param, "metadata.actor"),
+            code="actor_not_member",
+        )
+    role = render.role_of(actor, view.thread.creator)
+    if body.role is not None and body.role != role:
+        raise InvalidRequest(
+            f"Actor '{actor}' writes as '{role}' in this thread (AITP: the thread's creator is 'user', every"
+            f" other actor 'assistant'), not '{body.role}'.",
+            param=_param(param, "role"),
+            code="role_mismatch",
+        )
+    return MessageRecord(
+        id=new_id("msg"),
+        thread_id=view.thread.id,
+        created_at=created_at,
+        actor=actor,
+        role=role,
+        content=normalize_content(body.content, _param(param, "content")),
+        attachments=check_attachments(body.attachments, _param(param, "attachments")),
+        metadata=check_metadata(metadata, _param(param, "metadata")),
+    )
+
+
+async def create_message(rt: Runtime, principal: Principal, thread_id: str, body: CreateMessageRequest) -> dict[str, Any]:
+    view = await readable_thread(rt, principal, thread_id)
+    created_at = now()
+    record = build_message(principal, view, body, created_at)
+    message = render.message(record)
+    if await rt.store.append_message(record, NewEvent("thread.message.created", message, created_at)) is None:
+        raise thread_not_found(thread_id)  # deleted meanwhile
+    return message
+
+
+async def _message_in(rt: Runtime, thread_id: str, message_id: str, param: str = "message_id") -> MessageRecord:
+    record = await rt.store.get_message(thread_id, message_id)
+    if record is None:
+        error = message_not_found(message_id)
+        error.param = param
+        raise error
+    return record
+
+
+async def get_message(rt: Runtime, principal: Principal, thread_id: str, message_id: str) -> dict[str, Any]:
+    await readable_thread(rt, principal, thread_id)
+    return render.message(await _message_in(rt, thread_id, message_id))
+
+
+async def list_messages(
+    rt: Runtime,
+    principal: Principal,
+    thread_id: str,
+    *,
+    limit: int,
+    order: Order,
+    after: str | None,
+    before: str | None,
+) -> dict[str, Any]:
+    """A page ordered by the per-thread seq; `after`/`before` are message ids of this thread."""
+    await readable_thread(rt, principal, thread_id)
+    after_seq = None if after is None else (await _message_in(rt, thread_id, after, "after")).seq
+    before_seq = None if before is None else (await _message_in(rt, thread_id, before, "before")).seq
+
+    async def fetch(direction: Order, lo: int | None, hi: int | None, n: int) -> list[MessageRecord]:
+        return await rt.store.list_messages(thread_id, limit=n, order=direction, after_seq=lo, before_seq=hi)
+
+    items, has_more = await cursor_page(fetch, limit=limit, order=order, after=after_seq, before=before_seq)
+    return render.page([render.message(r) for r in items], has_more)
+
+
+def _check_author(principal: Principal, record: MessageRecord, action: str) -> None:
+    if not principal.admin and record.actor != principal.actor:
+        raise PermissionDenied(f"Only the message's author or an admin may {action} it.", param="message_id")
+
+
+def _message_updated(record: MessageRecord) -> NewEvent:
+    return NewEvent("thread.message.updated", render.message(record), now())
+
+
+async def modify_message(
+    rt: Runtime, principal: Principal, thread_id: str, message_id: str, body: ModifyMessageRequest
+) -> dict[str, Any]:
+    await readable_thread(rt, principal, thread_id)
+    record = await _message_in(rt, thread_id, message_id)
+    if body.metadata is None:
+        return render.message(record)
+    _check_author(principal, record, "modify")
+    metadata = dict(body.metadata)
+    if metadata.pop("actor", record.actor) != record.actor:
+        raise InvalidRequest("A message's author cannot be changed.", param="metadata.actor")
+    result = await rt.store.update_message_metadata(thread_id, message_id, check_metadata(metadata), _message_updated)
+    if result is None:
+        raise message_not_found(message_id)
+    return render.message(result[0])
+
+
+async def delete_message(rt: Runtime, principal: Principal, thread_id: str, message_id: str) -> dict[str, Any]:
+    await readable_thread(rt, principal, thread_id)
+    record = await _message_in(rt, thread_id, message_id)
+    _check_author(principal, record, "delete")
+    receipt = render.deleted(message_id, "thread.message.deleted")
+    if await rt.store.delete_message(thread_id, message_id, NewEvent("thread.message.deleted", receipt, now())) is None:
+        raise message_not_found(message_id)
+    return receipt

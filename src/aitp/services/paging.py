@@ -1,0 +1,32 @@
+"""Cursor paging shared by every list: `limit+1` fetched so `has_more` is exact."""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable, TypeVar
+
+from aitp.store.base import Order
+
+T = TypeVar("T")
+C = TypeVar("C")
+
+
+async def cursor_page(
+    fetch: Callable[[Order, C | None, C | None, int], Awaitable[list[T]]],
+    *,
+    limit: int,
+    order: Order,
+    after: C | None,
+    before: C | None,
+) -> tuple[list[T], bool]:
+    """One page and whether more items lie beyond it.
+
+    `fetch(order, after, before, n)` returns up to n items in `order` strictly after `after` and
+    strictly before `before`. With only `before`, the page is the `limit` items nearest that cursor
+    (OpenAI semantics), still returned in the requested order.
+    """
+    if before is not None and after is None:
+        reverse: Order = "desc" if order == "asc" else "asc"
+        items = await fetch(reverse, before, None, limit + 1)
+        return list(reversed(items[:limit])), len(items) > limit
+    items = await fetch(order, after, before, limit + 1)
+    return items[:limit], len(items) > limit

@@ -1,0 +1,167 @@
+"""Threads: create (OpenAI + AITP-T01 shapes), read, modify metadata, delete, list mine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import TypeAdapter, ValidationError
+
+from aitp import render
+from aitp.auth import Principal
+from aitp.capabilities.declarations import normalize_declaration
+from aitp.errors import InvalidRequest, NotFound, PermissionDenied, thread_not_found
+from aitp.ids import new_id
+from aitp.models import ActorInput, CreateMessageRequest, CreateThreadRequest, ModifyThreadRequest
+from aitp.runtime import Runtime, now
+from aitp.services import messages as message_service
+from aitp.services.access import ThreadView, readable_thread
+from aitp.services.inputs import check_metadata
+from aitp.services.paging import cursor_page
+from aitp.store.base import ActorRecord, MessageRecord, NewEvent, Order, ThreadRecord
+
+# Keys of the rendered metadata that the server owns (AITP-T01 carries them in metadata).
+RESERVED_METADATA = ("actors", "parent_id")
+
+_actor_list = TypeAdapter(list[ActorInput])
+
+
+def actor_records(thread_id: str, inputs: list[ActorInput], joined_at: int, param: str) -> list[ActorRecord]:
+    """Validated, normalised actor records; duplicate ids are refused."""
+    seen: set[str] = set()
+    records = []
+    for i, actor in enumerate(inputs):
+        if actor.id in seen:
+            raise InvalidRequest(f"Actor '{actor.id}' is listed twice.", param=f"{param}[{i}].id", code="duplicate_actor")
+        seen.add(actor.id)
+        capabilities = [
+            normalize_declaration(c, f"{param}[{i}].capabilities[{j}]") for j, c in enumerate(actor.capabilities)
+        ]
+        records.append(
+            ActorRecord(thread_id=thread_id, id=actor.id, client_id=actor.client_id, capabilities=capabilities,
+                        joined_at=joined_at)
+        )
+    return records
+
+
+def _actors_from_metadata(value: Any) -> list[ActorInput]:
+    """`metadata.actors` as an array, or as the JSON-encoded string AITP-T01 clients send."""
+    if isinstance(value, str):
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            raise InvalidRequest("`metadata.actors` is a string but not valid JSON.", param="metadata.actors") from None
+    try:
+        return _actor_list.validate_python(value)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        raise InvalidRequest(f"Invalid actor: {error['msg']}.", param=f"metadata.actors{where}") from None
+
+
+def _split_metadata(metadata: dict[str, Any]) -> tuple[dict[str, str], Any, Any]:
+    """(user metadata, metadata.actors or None, metadata.parent_id or None)."""
+    user = {k: v for k, v in metadata.items() if k not in RESERVED_METADATA}
+    return check_metadata(user), metadata.get("actors"), metadata.get("parent_id")
+
+
+async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadRequest) -> dict[str, Any]:
+    created_at = now()
+    thread_id = new_id("thread")
+    user_metadata, meta_actors, meta_parent = _split_metadata(body.metadata or {})
+
+    if body.actors is not None and meta_actors is not None:
+        raise InvalidRequest("Give actors either as `actors` or as `metadata.actors`, not both.", param="actors")
+    if body.actors is not None:
+        actors = actor_records(thread_id, body.actors, created_at, "actors")
+    elif meta_actors is not None:
+        actors = actor_records(thread_id, _actors_from_metadata(meta_actors), created_at, "metadata.actors")
+    else:
+        actors = []
+    if all(a.id != principal.actor for a in actors):
+        actors.insert(0, ActorRecord(thread_id=thread_id, id=principal.actor, joined_at=created_at))
+
+    parent_id = body.parent_id
+    if meta_parent is not None:
+        if not isinstance(meta_parent, str) or (parent_id is not None and parent_id != meta_parent):
+            raise InvalidRequest("`metadata.parent_id` must be a string equal to `parent_id` when both are given.",
+                                 param="metadata.parent_id")
+        parent_id = meta_parent
+    if parent_id is not None:
+        try:
+            await readable_thread(rt, principal, parent_id)
+        except NotFound:
+            raise NotFound(f"No parent thread found with id '{parent_id}'.", param="parent_id",
+                           code="parent_thread_not_found") from None
+
+    thread = ThreadRecord(
+        id=thread_id, created_at=created_at, creator=principal.actor, metadata=user_metadata,
+        parent_id=parent_id, tool_resources=body.tool_resources,
+    )
+    view = ThreadView(thread, actors)
+    messages: list[tuple[MessageRecord, NewEvent]] = []
+    for i, item in enumerate(body.messages or []):
+        request = CreateMessageRequest(content=[item]) if isinstance(item, str) else item
+        record = message_service.build_message(principal, view, request, created_at, param=f"messages[{i}]")
+        messages.append((record, NewEvent("thread.message.created", render.message(record), created_at)))
+
+    thread_object = render.thread(thread, actors)
+    await rt.store.create_thread(thread, actors, NewEvent("thread.created", thread_object, created_at), messages)
+    return thread_object
+
+
+async def get_thread(rt: Runtime, principal: Principal, thread_id: str) -> dict[str, Any]:
+    view = await readable_thread(rt, principal, thread_id)
+    return render.thread(view.thread, view.actors)
+
+
+def _thread_updated(thread: ThreadRecord, actors: list[ActorRecord]) -> NewEvent:
+    return NewEvent("thread.updated", render.thread(thread, actors), now())
+
+
+async def modify_thread(rt: Runtime, principal: Principal, thread_id: str, body: ModifyThreadRequest) -> dict[str, Any]:
+    """Replace metadata and/or tool_resources. An empty body changes nothing (AITP-T01 retrieve)."""
+    view = await readable_thread(rt, principal, thread_id)
+    changes: dict[str, Any] = {}
+    if body.metadata is not None:
+        current = render.thread(view.thread, view.actors)["metadata"]
+        for key in RESERVED_METADATA:
+            # Round-tripping a retrieved thread's metadata is fine; changing these keys here is not.
+            if key in body.metadata and body.metadata[key] != current.get(key):
+                raise InvalidRequest(
+                    f"`metadata.{key}` is managed by the server: change actors with /v1/threads/{{id}}/actors"
+                    " and set parent_id when creating the thread.",
+                    param=f"metadata.{key}",
+                )
+        changes["metadata"] = _split_metadata(body.metadata)[0]
+    if "tool_resources" in body.model_fields_set:
+        changes["tool_resources"] = body.tool_resources
+    if not changes:
+        return render.thread(view.thread, view.actors)
+    result = await rt.store.update_thread(thread_id, changes, _thread_updated)
+    if result is None:
+        raise thread_not_found(thread_id)
+    return result[1].data
+
+
+async def delete_thread(rt: Runtime, principal: Principal, thread_id: str) -> dict[str, Any]:
+    view = await readable_thread(rt, principal, thread_id)
+    if not principal.admin and view.thread.creator != principal.actor:
+        raise PermissionDenied("Only the thread's creator or an admin may delete it.", param="thread_id")
+    receipt = render.deleted(thread_id, "thread.deleted")
+    await rt.store.delete_thread(thread_id, NewEvent("thread.deleted", receipt, now()))
+    return receipt
+
+
+async def list_threads(
+    rt: Runtime, principal: Principal, *, limit: int, order: Order, after: str | None, before: str | None
+) -> dict[str, Any]:
+    """The caller's threads (every thread for an admin), paged by thread id."""
+    actor = None if principal.admin else principal.actor
+
+    async def fetch(direction: Order, lo: str | None, hi: str | None, n: int) -> list[ThreadRecord]:
+        return await rt.store.list_threads(actor, limit=n, order=direction, after=lo, before=hi)
+
+    records, has_more = await cursor_page(fetch, limit=limit, order=order, after=after, before=before)
+    items = [render.thread(t, await rt.store.list_actors(t.id)) for t in records]
+    return render.page(items, has_more)

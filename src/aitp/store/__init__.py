@@ -1,0 +1,21 @@
+"""Storage: one interface (`Store`), two backends chosen by URL."""
+
+from __future__ import annotations
+
+from aitp.store.base import Store
+
+
+def open_store(url: str) -> Store:
+    """Build (not yet open) the store for `sqlite:///path` or `mongodb://...` URLs."""
+    if url.startswith("sqlite://"):
+        from aitp.store.sqlite import SQLiteStore
+
+        return SQLiteStore.from_url(url)
+    if url.startswith(("mongodb://", "mongodb+srv://")):
+        from aitp.store.mongo import MongoStore
+
+        return MongoStore.from_url(url)
+    raise ValueError(f"unsupported store URL {url!r}: use sqlite:///path/to/aitp.db or mongodb://host/db")
+
+
+__all__ = ["Store", "open_store"]

@@ -1,0 +1,190 @@
+"""The store interface both backends implement, and the records that cross it.
+
+Records are plain dataclasses: no backend idea (ObjectId, SQL rows) leaks past `store/`, and no
+wire shape (OpenAI objects) leaks in. Every mutation writes its change and its event(s) atomically,
+assigning the thread's next event sequence number.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+Order = Literal["asc", "desc"]
+
+
+@dataclass
+class ThreadRecord:
+    id: str
+    created_at: int
+    creator: str
+    metadata: dict[str, str] = field(default_factory=dict)
+    parent_id: str | None = None
+    tool_resources: dict[str, Any] | None = None
+    last_seq: int = 0
+
+
+@dataclass
+class ActorRecord:
+    thread_id: str
+    id: str
+    capabilities: list[dict[str, Any]] = field(default_factory=list)
+    client_id: str | None = None
+    joined_at: int = 0
+
+
+@dataclass
+class MessageRecord:
+    id: str
+    thread_id: str
+    created_at: int
+    actor: str
+    role: str
+    content: list[dict[str, Any]]
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
+    aitp: list[dict[str, Any]] | None = None
+    seq: int = 0  # assigned by the store: the seq of the message's creation event
+
+
+@dataclass
+class NewEvent:
+    """An event to append; the store gives it the thread's next seq."""
+
+    type: str
+    data: dict[str, Any]
+    created_at: int
+
+
+@dataclass
+class EventRecord:
+    thread_id: str
+    seq: int
+    type: str
+    created_at: int
+    data: dict[str, Any]
+
+
+@dataclass
+class KeyRecord:
+    id: str
+    hash: str
+    actor: str
+    admin: bool
+    created_at: int
+    prefix: str
+    scopes: list[str] = field(default_factory=list)
+
+
+ThreadEventRenderer = Callable[[ThreadRecord, list[ActorRecord]], NewEvent]
+ActorEventRenderer = Callable[[ActorRecord, bool], NewEvent]  # (actor, newly joined)
+MessageEventRenderer = Callable[[MessageRecord], NewEvent]
+
+
+class Store(abc.ABC):
+    """Persistence for threads, actors, messages, the per-thread event log and API keys."""
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connect and create tables/indexes if missing. Idempotent."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    # threads
+    @abc.abstractmethod
+    async def create_thread(
+        self,
+        thread: ThreadRecord,
+        actors: list[ActorRecord],
+        created: NewEvent,
+        messages: list[tuple[MessageRecord, NewEvent]],
+    ) -> list[EventRecord]:
+        """Insert a thread, its actors and first messages; events get seq 1, 2, ... in order."""
+
+    @abc.abstractmethod
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...
+
+    @abc.abstractmethod
+    async def update_thread(
+        self, thread_id: str, changes: dict[str, Any], render: ThreadEventRenderer
+    ) -> tuple[ThreadRecord, EventRecord] | None:
+        """Set `metadata` and/or `tool_resources`; `render` builds the event from the state after the write."""
+
+    @abc.abstractmethod
+    async def delete_thread(self, thread_id: str, event: NewEvent) -> EventRecord | None:
+        """Delete a thread's messages, actors and earlier events, keeping one final event."""
+
+    @abc.abstractmethod
+    async def list_threads(
+        self,
+        actor_id: str | None,
+        *,
+        limit: int,
+        order: Order,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> list[ThreadRecord]:
+        """Threads ordered by id (ids sort by creation); `actor_id=None` lists every thread."""
+
+    # actors
+    @abc.abstractmethod
+    async def list_actors(self, thread_id: str) -> list[ActorRecord]:
+        """A thread's actors in the order they joined."""
+
+    @abc.abstractmethod
+    async def put_actor(self, actor: ActorRecord, render: ActorEventRenderer) -> tuple[ActorRecord, EventRecord] | None:
+        """Add an actor, or replace its capabilities/client_id if already a member (joined_at kept)."""
+
+    @abc.abstractmethod
+    async def remove_actor(self, thread_id: str, actor_id: str, event: NewEvent) -> EventRecord | None:
+        """Remove a member; None if it was not one."""
+
+    # messages
+    @abc.abstractmethod
+    async def append_message(self, message: MessageRecord, event: NewEvent) -> EventRecord | None:
+        """Store a message and its event under one new seq (also set on `message`); None if no thread."""
+
+    @abc.abstractmethod
+    async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None: ...
+
+    @abc.abstractmethod
+    async def list_messages(
+        self,
+        thread_id: str,
+        *,
+        limit: int,
+        order: Order,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+    ) -> list[MessageRecord]: ...
+
+    @abc.abstractmethod
+    async def update_message_metadata(
+        self, thread_id: str, message_id: str, metadata: dict[str, str], render: MessageEventRenderer
+    ) -> tuple[MessageRecord, EventRecord] | None: ...
+
+    @abc.abstractmethod
+    async def delete_message(self, thread_id: str, message_id: str, event: NewEvent) -> EventRecord | None: ...
+
+    # events
+    @abc.abstractmethod
+    async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
+        """The thread's events with seq > `after`, ascending."""
+
+    # keys
+    @abc.abstractmethod
+    async def create_key(self, key: KeyRecord) -> None: ...
+
+    @abc.abstractmethod
+    async def find_key(self, key_hash: str) -> KeyRecord | None: ...
+
+    @abc.abstractmethod
+    async def list_keys(self) -> list[KeyRecord]: ...
+
+    @abc.abstractmethod
+    async def delete_key(self, key_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def has_admin_key(self) -> bool: ...

@@ -1,0 +1,434 @@
+"""The MongoDB store, through PyMongo's native async API.
+
+Each mutation runs in a multi-document transaction (a replica set is required, as MongoDB requires
+for transactions and change streams) with majority write concern. The thread document holds
+`last_seq`; incrementing it inside the transaction both allocates the next seq and serialises
+writers of one thread, and `with_transaction` retries the losers of a write conflict.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, TypeVar
+from urllib.parse import urlsplit
+
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.read_concern import ReadConcern
+from pymongo.write_concern import WriteConcern
+
+from aitp.store.base import (
+    ActorEventRenderer,
+    ActorRecord,
+    EventRecord,
+    KeyRecord,
+    MessageEventRenderer,
+    MessageRecord,
+    NewEvent,
+    Order,
+    Store,
+    ThreadEventRenderer,
+    ThreadRecord,
+)
+
+T = TypeVar("T")
+Session = AsyncClientSession
+
+
+def _thread(doc: dict[str, Any]) -> ThreadRecord:
+    return ThreadRecord(
+        id=doc["_id"],
+        created_at=doc["created_at"],
+        creator=doc["creator"],
+        metadata=dict(doc.get("metadata") or {}),
+        parent_id=doc.get("parent_id"),
+        tool_resources=doc.get("tool_resources"),
+        last_seq=doc.get("last_seq", 0),
+    )
+
+
+def _actor(doc: dict[str, Any]) -> ActorRecord:
+    return ActorRecord(
+        thread_id=doc["thread_id"],
+        id=doc["actor_id"],
+        client_id=doc.get("client_id"),
+        capabilities=list(doc.get("capabilities") or []),
+        joined_at=doc["joined_at"],
+    )
+
+
+def _actor_doc(a: ActorRecord, position: int) -> dict[str, Any]:
+    return {
+        "_id": f"{a.thread_id}/{a.id}",
+        "thread_id": a.thread_id,
+        "actor_id": a.id,
+        "client_id": a.client_id,
+        "capabilities": a.capabilities,
+        "joined_at": a.joined_at,
+        "position": position,
+    }
+
+
+def _message(doc: dict[str, Any]) -> MessageRecord:
+    return MessageRecord(
+        id=doc["_id"],
+        thread_id=doc["thread_id"],
+        seq=doc["seq"],
+        created_at=doc["created_at"],
+        actor=doc["actor"],
+        role=doc["role"],
+        content=list(doc["content"]),
+        attachments=list(doc.get("attachments") or []),
+        metadata=dict(doc.get("metadata") or {}),
+        aitp=doc.get("aitp"),
+    )
+
+
+def _message_doc(m: MessageRecord) -> dict[str, Any]:
+    return {
+        "_id": m.id,
+        "thread_id": m.thread_id,
+        "seq": m.seq,
+        "created_at": m.created_at,
+        "actor": m.actor,
+        "role": m.role,
+        "content": m.content,
+        "attachments": m.attachments,
+        "metadata": m.metadata,
+        "aitp": m.aitp,
+    }
+
+
+def _event(doc: dict[str, Any]) -> EventRecord:
+    return EventRecord(
+        thread_id=doc["thread_id"], seq=doc["seq"], type=doc["type"], created_at=doc["created_at"], data=doc["data"]
+    )
+
+
+def _key(doc: dict[str, Any]) -> KeyRecord:
+    return KeyRecord(
+        id=doc["_id"],
+        hash=doc["hash"],
+        actor=doc["actor"],
+        admin=bool(doc["admin"]),
+        scopes=list(doc.get("scopes") or []),
+        created_at=doc["created_at"],
+        prefix=doc["prefix"],
+    )
+
+
+class MongoStore(Store):
+    def __init__(self, url: str, database: str) -> None:
+        self.url = url
+        self.database_name = database
+        self._client: AsyncMongoClient[dict[str, Any]] | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> "MongoStore":
+        """The database name comes from the URL path; `aitp` when there is none."""
+        path = urlsplit(url).path.strip("/")
+        return cls(url, path or "aitp")
+
+    @property
+    def _db(self) -> Any:
+        if self._client is None:
+            raise RuntimeError("store is not open")
+        return self._client.get_database(
+            self.database_name,
+            write_concern=WriteConcern("majority"),
+            read_concern=ReadConcern("majority"),
+        )
+
+    async def open(self) -> None:
+        if self._client is not None:
+            return
+        self._client = AsyncMongoClient(self.url, tz_aware=True)
+        db = self._db
+        await db.threads.create_index([("deleted", ASCENDING), ("_id", ASCENDING)])
+        await db.thread_actors.create_index([("thread_id", ASCENDING), ("position", ASCENDING)])
+        await db.thread_actors.create_index([("actor_id", ASCENDING), ("thread_id", ASCENDING)])
+        await db.messages.create_index([("thread_id", ASCENDING), ("seq", ASCENDING)], unique=True)
+        await db.events.create_index([("thread_id", ASCENDING), ("seq", ASCENDING)], unique=True)
+        await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    async def _transaction(self, fn: Callable[[Session], Awaitable[T]]) -> T:
+        assert self._client is not None
+        async with self._client.start_session() as session:
+            return await session.with_transaction(
+                fn, read_concern=ReadConcern("snapshot"), write_concern=WriteConcern("majority")
+            )
+
+    async def _append_event(self, session: Session, thread_id: str, event: NewEvent) -> EventRecord:
+        doc = await self._db.threads.find_one_and_update(
+            {"_id": thread_id},
+            {"$inc": {"last_seq": 1}},
+            projection={"last_seq": 1},
+            return_document=ReturnDocument.AFTER,
+            session=session,
+        )
+        seq = doc["last_seq"]
+        await self._db.events.insert_one(
+            {"thread_id": thread_id, "seq": seq, "type": event.type, "created_at": event.created_at, "data": event.data},
+            session=session,
+        )
+        return EventRecord(thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data)
+
+    async def _live_thread(self, thread_id: str, session: Session | None = None) -> dict[str, Any] | None:
+        return await self._db.threads.find_one({"_id": thread_id, "deleted": False}, session=session)
+
+    async def _actors(self, thread_id: str, session: Session | None = None) -> list[ActorRecord]:
+        cursor = self._db.thread_actors.find({"thread_id": thread_id}, session=session).sort("position", ASCENDING)
+        return [_actor(d) async for d in cursor]
+
+    # threads
+
+    async def create_thread(
+        self,
+        thread: ThreadRecord,
+        actors: list[ActorRecord],
+        created: NewEvent,
+        messages: list[tuple[MessageRecord, NewEvent]],
+    ) -> list[EventRecord]:
+        async def op(session: Session) -> list[EventRecord]:
+            await self._db.threads.insert_one(
+                {
+                    "_id": thread.id,
+                    "created_at": thread.created_at,
+                    "creator": thread.creator,
+                    "metadata": thread.metadata,
+                    "parent_id": thread.parent_id,
+                    "tool_resources": thread.tool_resources,
+                    "last_seq": 0,
+                    "deleted": False,
+                },
+                session=session,
+            )
+            if actors:
+                await self._db.thread_actors.insert_many(
+                    [_actor_doc(a, i) for i, a in enumerate(actors)], session=session
+                )
+            events = [await self._append_event(session, thread.id, created)]
+            for message, event in messages:
+                stored = await self._append_event(session, thread.id, event)
+                message.seq = stored.seq
+                await self._db.messages.insert_one(_message_doc(message), session=session)
+                events.append(stored)
+            return events
+
+        events = await self._transaction(op)
+        thread.last_seq = events[-1].seq
+        return events
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        doc = await self._live_thread(thread_id)
+        return None if doc is None else _thread(doc)
+
+    async def update_thread(
+        self, thread_id: str, changes: dict[str, Any], render: ThreadEventRenderer
+    ) -> tuple[ThreadRecord, EventRecord] | None:
+        async def op(session: Session) -> tuple[ThreadRecord, EventRecord] | None:
+            doc = await self._db.threads.find_one_and_update(
+                {"_id": thread_id, "deleted": False},
+                {"$set": {k: v for k, v in changes.items() if k in ("metadata", "tool_resources")}},
+                return_document=ReturnDocument.AFTER,
+                session=session,
+            )
+            if doc is None:
+                return None
+            thread = _thread(doc)
+            event = await self._append_event(session, thread_id, render(thread, await self._actors(thread_id, session)))
+            thread.last_seq = event.seq
+            return thread, event
+
+        return await self._transaction(op)
+
+    async def delete_thread(self, thread_id: str, event: NewEvent) -> EventRecord | None:
+        async def op(session: Session) -> EventRecord | None:
+            doc = await self._db.threads.find_one_and_update(
+                {"_id": thread_id, "deleted": False},
+                {"$set": {"deleted": True, "metadata": {}, "tool_resources": None}},
+                session=session,
+            )
+            if doc is None:
+                return None
+            for name in ("messages", "thread_actors", "events"):
+                await self._db[name].delete_many({"thread_id": thread_id}, session=session)
+            return await self._append_event(session, thread_id, event)
+
+        return await self._transaction(op)
+
+    async def list_threads(
+        self,
+        actor_id: str | None,
+        *,
+        limit: int,
+        order: Order,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> list[ThreadRecord]:
+        asc = order == "asc"
+        bounds: dict[str, str] = {}
+        if after is not None:
+            bounds["$gt" if asc else "$lt"] = after
+        if before is not None:
+            bounds["$lt" if asc else "$gt"] = before
+        direction = ASCENDING if asc else DESCENDING
+        if actor_id is None:
+            query: dict[str, Any] = {"deleted": False}
+            if bounds:
+                query["_id"] = bounds
+            cursor = self._db.threads.find(query).sort("_id", direction).limit(limit)
+            return [_thread(d) async for d in cursor]
+        # Page over memberships (indexed by actor), then load those threads.
+        query = {"actor_id": actor_id}
+        if bounds:
+            query["thread_id"] = bounds
+        ids = [d["thread_id"] async for d in self._db.thread_actors.find(query).sort("thread_id", direction).limit(limit)]
+        docs = {d["_id"]: d async for d in self._db.threads.find({"_id": {"$in": ids}, "deleted": False})}
+        return [_thread(docs[i]) for i in ids if i in docs]
+
+    # actors
+
+    async def list_actors(self, thread_id: str) -> list[ActorRecord]:
+        return await self._actors(thread_id)
+
+    async def put_actor(self, actor: ActorRecord, render: ActorEventRenderer) -> tuple[ActorRecord, EventRecord] | None:
+        async def op(session: Session) -> tuple[ActorRecord, EventRecord] | None:
+            if await self._live_thread(actor.thread_id, session) is None:
+                return None
+            members = self._db.thread_actors
+            existing = await members.find_one({"_id": f"{actor.thread_id}/{actor.id}"}, session=session)
+            if existing is None:
+                last = await members.find_one(
+                    {"thread_id": actor.thread_id}, sort=[("position", DESCENDING)], session=session
+                )
+                position = 0 if last is None else last["position"] + 1
+                await members.insert_one(_actor_doc(actor, position), session=session)
+                stored = actor
+            else:
+                await members.update_one(
+                    {"_id": existing["_id"]},
+                    {"$set": {"client_id": actor.client_id, "capabilities": actor.capabilities}},
+                    session=session,
+                )
+                stored = ActorRecord(
+                    thread_id=actor.thread_id, id=actor.id, client_id=actor.client_id,
+                    capabilities=actor.capabilities, joined_at=existing["joined_at"],
+                )
+            event = await self._append_event(session, actor.thread_id, render(stored, existing is None))
+            return stored, event
+
+        return await self._transaction(op)
+
+    async def remove_actor(self, thread_id: str, actor_id: str, event: NewEvent) -> EventRecord | None:
+        async def op(session: Session) -> EventRecord | None:
+            if await self._live_thread(thread_id, session) is None:
+                return None
+            result = await self._db.thread_actors.delete_one({"_id": f"{thread_id}/{actor_id}"}, session=session)
+            return await self._append_event(session, thread_id, event) if result.deleted_count else None
+
+        return await self._transaction(op)
+
+    # messages
+
+    async def append_message(self, message: MessageRecord, event: NewEvent) -> EventRecord | None:
+        async def op(session: Session) -> EventRecord | None:
+            if await self._live_thread(message.thread_id, session) is None:
+                return None
+            stored = await self._append_event(session, message.thread_id, event)
+            message.seq = stored.seq
+            await self._db.messages.insert_one(_message_doc(message), session=session)
+            return stored
+
+        return await self._transaction(op)
+
+    async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None:
+        doc = await self._db.messages.find_one({"_id": message_id, "thread_id": thread_id})
+        return None if doc is None else _message(doc)
+
+    async def list_messages(
+        self,
+        thread_id: str,
+        *,
+        limit: int,
+        order: Order,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+    ) -> list[MessageRecord]:
+        asc = order == "asc"
+        query: dict[str, Any] = {"thread_id": thread_id}
+        bounds: dict[str, int] = {}
+        if after_seq is not None:
+            bounds["$gt" if asc else "$lt"] = after_seq
+        if before_seq is not None:
+            bounds["$lt" if asc else "$gt"] = before_seq
+        if bounds:
+            query["seq"] = bounds
+        cursor = self._db.messages.find(query).sort("seq", ASCENDING if asc else DESCENDING).limit(limit)
+        return [_message(d) async for d in cursor]
+
+    async def update_message_metadata(
+        self, thread_id: str, message_id: str, metadata: dict[str, str], render: MessageEventRenderer
+    ) -> tuple[MessageRecord, EventRecord] | None:
+        async def op(session: Session) -> tuple[MessageRecord, EventRecord] | None:
+            if await self._live_thread(thread_id, session) is None:
+                return None
+            doc = await self._db.messages.find_one_and_update(
+                {"_id": message_id, "thread_id": thread_id},
+                {"$set": {"metadata": metadata}},
+                return_document=ReturnDocument.AFTER,
+                session=session,
+            )
+            if doc is None:
+                return None
+            message = _message(doc)
+            return message, await self._append_event(session, thread_id, render(message))
+
+        return await self._transaction(op)
+
+    async def delete_message(self, thread_id: str, message_id: str, event: NewEvent) -> EventRecord | None:
+        async def op(session: Session) -> EventRecord | None:
+            if await self._live_thread(thread_id, session) is None:
+                return None
+            result = await self._db.messages.delete_one({"_id": message_id, "thread_id": thread_id}, session=session)
+            return await self._append_event(session, thread_id, event) if result.deleted_count else None
+
+        return await self._transaction(op)
+
+    # events
+
+    async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
+        cursor = self._db.events.find({"thread_id": thread_id, "seq": {"$gt": after}}).sort("seq", ASCENDING).limit(limit)
+        return [_event(d) async for d in cursor]
+
+    # keys
+
+    async def create_key(self, key: KeyRecord) -> None:
+        await self._db.api_keys.insert_one(
+            {
+                "_id": key.id,
+                "hash": key.hash,
+                "actor": key.actor,
+                "admin": key.admin,
+                "scopes": key.scopes,
+                "created_at": key.created_at,
+                "prefix": key.prefix,
+            }
+        )
+
+    async def find_key(self, key_hash: str) -> KeyRecord | None:
+        doc = await self._db.api_keys.find_one({"hash": key_hash})
+        return None if doc is None else _key(doc)
+
+    async def list_keys(self) -> list[KeyRecord]:
+        return [_key(d) async for d in self._db.api_keys.find({}).sort("_id", ASCENDING)]
+
+    async def delete_key(self, key_id: str) -> bool:
+        return (await self._db.api_keys.delete_one({"_id": key_id})).deleted_count > 0
+
+    async def has_admin_key(self) -> bool:
+        return await self._db.api_keys.find_one({"admin": True}) is not None

@@ -1,0 +1,531 @@
+"""The embedded store: one SQLite file in WAL mode, the zero-setup default.
+
+Every operation runs as one function on a single dedicated thread that owns the connection, so an
+operation costs one hop off the event loop however many statements it runs. Writes use
+`BEGIN IMMEDIATE` so that several processes sharing the file allocate sequence numbers safely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+from urllib.parse import unquote, urlsplit
+
+import orjson
+
+from aitp.store.base import (
+    ActorEventRenderer,
+    ActorRecord,
+    EventRecord,
+    KeyRecord,
+    MessageEventRenderer,
+    MessageRecord,
+    NewEvent,
+    Order,
+    Store,
+    ThreadEventRenderer,
+    ThreadRecord,
+)
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS threads (
+    id TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    creator TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    parent_id TEXT,
+    tool_resources TEXT,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    deleted INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS thread_actors (
+    thread_id TEXT NOT NULL,
+    actor_id TEXT NOT NULL,
+    client_id TEXT,
+    capabilities TEXT NOT NULL,
+    joined_at INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, actor_id)
+);
+CREATE INDEX IF NOT EXISTS thread_actors_by_actor ON thread_actors (actor_id, thread_id);
+CREATE TABLE IF NOT EXISTS messages (
+    id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    actor TEXT NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    attachments TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    aitp TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_by_thread_seq ON messages (thread_id, seq);
+CREATE TABLE IF NOT EXISTS events (
+    gid INTEGER PRIMARY KEY AUTOINCREMENT,
+    thread_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_by_thread_seq ON events (thread_id, seq);
+CREATE TABLE IF NOT EXISTS api_keys (
+    id TEXT PRIMARY KEY,
+    hash TEXT NOT NULL UNIQUE,
+    actor TEXT NOT NULL,
+    admin INTEGER NOT NULL,
+    scopes TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    prefix TEXT NOT NULL
+);
+"""
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else orjson.loads(text)
+
+
+def _thread(row: sqlite3.Row) -> ThreadRecord:
+    return ThreadRecord(
+        id=row["id"],
+        created_at=row["created_at"],
+        creator=row["creator"],
+        metadata=_loads(row["metadata"]),
+        parent_id=row["parent_id"],
+        tool_resources=_loads(row["tool_resources"]),
+        last_seq=row["last_seq"],
+    )
+
+
+def _actor(row: sqlite3.Row) -> ActorRecord:
+    return ActorRecord(
+        thread_id=row["thread_id"],
+        id=row["actor_id"],
+        client_id=row["client_id"],
+        capabilities=_loads(row["capabilities"]),
+        joined_at=row["joined_at"],
+    )
+
+
+def _message(row: sqlite3.Row) -> MessageRecord:
+    return MessageRecord(
+        id=row["id"],
+        thread_id=row["thread_id"],
+        seq=row["seq"],
+        created_at=row["created_at"],
+        actor=row["actor"],
+        role=row["role"],
+        content=_loads(row["content"]),
+        attachments=_loads(row["attachments"]),
+        metadata=_loads(row["metadata"]),
+        aitp=_loads(row["aitp"]),
+    )
+
+
+def _event(row: sqlite3.Row) -> EventRecord:
+    return EventRecord(
+        thread_id=row["thread_id"], seq=row["seq"], type=row["type"], created_at=row["created_at"], data=_loads(row["data"])
+    )
+
+
+def _key(row: sqlite3.Row) -> KeyRecord:
+    return KeyRecord(
+        id=row["id"],
+        hash=row["hash"],
+        actor=row["actor"],
+        admin=bool(row["admin"]),
+        scopes=_loads(row["scopes"]),
+        created_at=row["created_at"],
+        prefix=row["prefix"],
+    )
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> "SQLiteStore":
+        """`sqlite:///relative/path.db`, `sqlite:////absolute/path.db` or `sqlite:///:memory:`."""
+        parts = urlsplit(url)
+        path = unquote(parts.netloc + parts.path)
+        if path.startswith("/") and not path.startswith("//") and not url.startswith("sqlite:////"):
+            path = path[1:]  # sqlite:///x.db is relative, as in SQLAlchemy
+        if url.startswith("sqlite:////"):
+            path = "/" + path.lstrip("/")
+        if not path:
+            raise ValueError(f"sqlite URL {url!r} names no file")
+        return cls(path)
+
+    # plumbing
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._executor is None:
+            raise RuntimeError("store is not open")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` inside one IMMEDIATE transaction (on the store thread)."""
+        conn = self._conn
+        assert conn is not None
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
+
+    async def open(self) -> None:
+        if self._executor is not None:
+            return
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aitp-sqlite")
+
+        def connect() -> None:
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves.
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.executescript(SCHEMA)
+            self._conn = conn
+
+        await self._run(connect)
+
+    async def close(self) -> None:
+        if self._executor is None:
+            return
+
+        def disconnect() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        await self._run(disconnect)
+        self._executor.shutdown(wait=True)
+        self._executor = None
+
+    @staticmethod
+    def _append_event(conn: sqlite3.Connection, thread_id: str, event: NewEvent) -> EventRecord:
+        row = conn.execute(
+            "UPDATE threads SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq", (thread_id,)
+        ).fetchone()
+        seq = row[0]
+        conn.execute(
+            "INSERT INTO events (thread_id, seq, type, created_at, data) VALUES (?, ?, ?, ?, ?)",
+            (thread_id, seq, event.type, event.created_at, _dumps(event.data)),
+        )
+        return EventRecord(thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data)
+
+    @staticmethod
+    def _live_thread(conn: sqlite3.Connection, thread_id: str) -> sqlite3.Row | None:
+        return conn.execute("SELECT * FROM threads WHERE id = ? AND deleted = 0", (thread_id,)).fetchone()
+
+    @staticmethod
+    def _insert_message(conn: sqlite3.Connection, m: MessageRecord) -> None:
+        conn.execute(
+            "INSERT INTO messages (id, thread_id, seq, created_at, actor, role, content, attachments, metadata, aitp)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                m.id, m.thread_id, m.seq, m.created_at, m.actor, m.role,
+                _dumps(m.content), _dumps(m.attachments), _dumps(m.metadata),
+                None if m.aitp is None else _dumps(m.aitp),
+            ),
+        )
+
+    @staticmethod
+    def _actors(conn: sqlite3.Connection, thread_id: str) -> list[ActorRecord]:
+        rows = conn.execute("SELECT * FROM thread_actors WHERE thread_id = ? ORDER BY position", (thread_id,))
+        return [_actor(r) for r in rows]
+
+    # threads
+
+    async def create_thread(
+        self,
+        thread: ThreadRecord,
+        actors: list[ActorRecord],
+        created: NewEvent,
+        messages: list[tuple[MessageRecord, NewEvent]],
+    ) -> list[EventRecord]:
+        def op(conn: sqlite3.Connection) -> list[EventRecord]:
+            conn.execute(
+                "INSERT INTO threads (id, created_at, creator, metadata, parent_id, tool_resources, last_seq)"
+                " VALUES (?, ?, ?, ?, ?, ?, 0)",
+                (
+                    thread.id, thread.created_at, thread.creator, _dumps(thread.metadata), thread.parent_id,
+                    None if thread.tool_resources is None else _dumps(thread.tool_resources),
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO thread_actors (thread_id, actor_id, client_id, capabilities, joined_at, position)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [(a.thread_id, a.id, a.client_id, _dumps(a.capabilities), a.joined_at, i) for i, a in enumerate(actors)],
+            )
+            events = [self._append_event(conn, thread.id, created)]
+            for message, event in messages:
+                stored = self._append_event(conn, thread.id, event)
+                message.seq = stored.seq
+                self._insert_message(conn, message)
+                events.append(stored)
+            thread.last_seq = events[-1].seq
+            return events
+
+        return await self._run(self._write, op)
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        def op() -> ThreadRecord | None:
+            row = self._live_thread(self._conn, thread_id)  # type: ignore[arg-type]
+            return None if row is None else _thread(row)
+
+        return await self._run(op)
+
+    async def update_thread(
+        self, thread_id: str, changes: dict[str, Any], render: ThreadEventRenderer
+    ) -> tuple[ThreadRecord, EventRecord] | None:
+        def op(conn: sqlite3.Connection) -> tuple[ThreadRecord, EventRecord] | None:
+            if self._live_thread(conn, thread_id) is None:
+                return None
+            for column in ("metadata", "tool_resources"):
+                if column in changes:
+                    value = changes[column]
+                    conn.execute(
+                        f"UPDATE threads SET {column} = ? WHERE id = ?",
+                        (None if value is None else _dumps(value), thread_id),
+                    )
+            thread = _thread(self._live_thread(conn, thread_id))  # type: ignore[arg-type]
+            event = self._append_event(conn, thread_id, render(thread, self._actors(conn, thread_id)))
+            thread.last_seq = event.seq
+            return thread, event
+
+        return await self._run(self._write, op)
+
+    async def delete_thread(self, thread_id: str, event: NewEvent) -> EventRecord | None:
+        def op(conn: sqlite3.Connection) -> EventRecord | None:
+            if self._live_thread(conn, thread_id) is None:
+                return None
+            conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
+            conn.execute("DELETE FROM thread_actors WHERE thread_id = ?", (thread_id,))
+            conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
+            # The row stays as a tombstone so the seq never restarts and the final event has a home.
+            conn.execute(
+                "UPDATE threads SET deleted = 1, metadata = '{}', tool_resources = NULL WHERE id = ?", (thread_id,)
+            )
+            return self._append_event(conn, thread_id, event)
+
+        return await self._run(self._write, op)
+
+    async def list_threads(
+        self,
+        actor_id: str | None,
+        *,
+        limit: int,
+        order: Order,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> list[ThreadRecord]:
+        def op() -> list[ThreadRecord]:
+            clauses = ["t.deleted = 0"]
+            params: list[Any] = []
+            join = ""
+            if actor_id is not None:
+                join = "JOIN thread_actors a ON a.thread_id = t.id AND a.actor_id = ?"
+                params.append(actor_id)
+            if after is not None:
+                clauses.append("t.id > ?" if order == "asc" else "t.id < ?")
+                params.append(after)
+            if before is not None:
+                clauses.append("t.id < ?" if order == "asc" else "t.id > ?")
+                params.append(before)
+            direction = "ASC" if order == "asc" else "DESC"
+            sql = f"SELECT t.* FROM threads t {join} WHERE {' AND '.join(clauses)} ORDER BY t.id {direction} LIMIT ?"
+            params.append(limit)
+            return [_thread(r) for r in self._conn.execute(sql, params)]  # type: ignore[union-attr]
+
+        return await self._run(op)
+
+    # actors
+
+    async def list_actors(self, thread_id: str) -> list[ActorRecord]:
+        return await self._run(self._actors, self._conn, thread_id)
+
+    async def put_actor(self, actor: ActorRecord, render: ActorEventRenderer) -> tuple[ActorRecord, EventRecord] | None:
+        def op(conn: sqlite3.Connection) -> tuple[ActorRecord, EventRecord] | None:
+            if self._live_thread(conn, actor.thread_id) is None:
+                return None
+            existing = conn.execute(
+                "SELECT * FROM thread_actors WHERE thread_id = ? AND actor_id = ?", (actor.thread_id, actor.id)
+            ).fetchone()
+            if existing is None:
+                position = conn.execute(
+                    "SELECT COALESCE(MAX(position), -1) + 1 FROM thread_actors WHERE thread_id = ?", (actor.thread_id,)
+                ).fetchone()[0]
+                conn.execute(
+                    "INSERT INTO thread_actors (thread_id, actor_id, client_id, capabilities, joined_at, position)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (actor.thread_id, actor.id, actor.client_id, _dumps(actor.capabilities), actor.joined_at, position),
+                )
+                stored = actor
+            else:
+                conn.execute(
+                    "UPDATE thread_actors SET client_id = ?, capabilities = ? WHERE thread_id = ? AND actor_id = ?",
+                    (actor.client_id, _dumps(actor.capabilities), actor.thread_id, actor.id),
+                )
+                stored = ActorRecord(
+                    thread_id=actor.thread_id, id=actor.id, client_id=actor.client_id,
+                    capabilities=actor.capabilities, joined_at=existing["joined_at"],
+                )
+            event = self._append_event(conn, actor.thread_id, render(stored, existing is None))
+            return stored, event
+
+        return await self._run(self._write, op)
+
+    async def remove_actor(self, thread_id: str, actor_id: str, event: NewEvent) -> EventRecord | None:
+        def op(conn: sqlite3.Connection) -> EventRecord | None:
+            if self._live_thread(conn, thread_id) is None:
+                return None
+            gone = conn.execute(
+                "DELETE FROM thread_actors WHERE thread_id = ? AND actor_id = ?", (thread_id, actor_id)
+            ).rowcount
+            return self._append_event(conn, thread_id, event) if gone else None
+
+        return await self._run(self._write, op)
+
+    # messages
+
+    async def append_message(self, message: MessageRecord, event: NewEvent) -> EventRecord | None:
+        def op(conn: sqlite3.Connection) -> EventRecord | None:
+            if self._live_thread(conn, message.thread_id) is None:
+                return None
+            stored = self._append_event(conn, message.thread_id, event)
+            message.seq = stored.seq
+            self._insert_message(conn, message)
+            return stored
+
+        return await self._run(self._write, op)
+
+    async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None:
+        def op() -> MessageRecord | None:
+            row = self._conn.execute(  # type: ignore[union-attr]
+                "SELECT * FROM messages WHERE id = ? AND thread_id = ?", (message_id, thread_id)
+            ).fetchone()
+            return None if row is None else _message(row)
+
+        return await self._run(op)
+
+    async def list_messages(
+        self,
+        thread_id: str,
+        *,
+        limit: int,
+        order: Order,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+    ) -> list[MessageRecord]:
+        def op() -> list[MessageRecord]:
+            clauses = ["thread_id = ?"]
+            params: list[Any] = [thread_id]
+            if after_seq is not None:
+                clauses.append("seq > ?" if order == "asc" else "seq < ?")
+                params.append(after_seq)
+            if before_seq is not None:
+                clauses.append("seq < ?" if order == "asc" else "seq > ?")
+                params.append(before_seq)
+            direction = "ASC" if order == "asc" else "DESC"
+            params.append(limit)
+            sql = f"SELECT * FROM messages WHERE {' AND '.join(clauses)} ORDER BY seq {direction} LIMIT ?"
+            return [_message(r) for r in self._conn.execute(sql, params)]  # type: ignore[union-attr]
+
+        return await self._run(op)
+
+    async def update_message_metadata(
+        self, thread_id: str, message_id: str, metadata: dict[str, str], render: MessageEventRenderer
+    ) -> tuple[MessageRecord, EventRecord] | None:
+        def op(conn: sqlite3.Connection) -> tuple[MessageRecord, EventRecord] | None:
+            if self._live_thread(conn, thread_id) is None:
+                return None
+            updated = conn.execute(
+                "UPDATE messages SET metadata = ? WHERE id = ? AND thread_id = ?",
+                (_dumps(metadata), message_id, thread_id),
+            ).rowcount
+            if not updated:
+                return None
+            message = _message(
+                conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()  # type: ignore[arg-type]
+            )
+            return message, self._append_event(conn, thread_id, render(message))
+
+        return await self._run(self._write, op)
+
+    async def delete_message(self, thread_id: str, message_id: str, event: NewEvent) -> EventRecord | None:
+        def op(conn: sqlite3.Connection) -> EventRecord | None:
+            if self._live_thread(conn, thread_id) is None:
+                return None
+            gone = conn.execute(
+                "DELETE FROM messages WHERE id = ? AND thread_id = ?", (message_id, thread_id)
+            ).rowcount
+            return self._append_event(conn, thread_id, event) if gone else None
+
+        return await self._run(self._write, op)
+
+    # events
+
+    async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
+        def op() -> list[EventRecord]:
+            rows = self._conn.execute(  # type: ignore[union-attr]
+                "SELECT * FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?", (thread_id, after, limit)
+            )
+            return [_event(r) for r in rows]
+
+        return await self._run(op)
+
+    # keys
+
+    async def create_key(self, key: KeyRecord) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO api_keys (id, hash, actor, admin, scopes, created_at, prefix) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key.id, key.hash, key.actor, int(key.admin), _dumps(key.scopes), key.created_at, key.prefix),
+            )
+
+        await self._run(self._write, op)
+
+    async def find_key(self, key_hash: str) -> KeyRecord | None:
+        def op() -> KeyRecord | None:
+            row = self._conn.execute("SELECT * FROM api_keys WHERE hash = ?", (key_hash,)).fetchone()  # type: ignore[union-attr]
+            return None if row is None else _key(row)
+
+        return await self._run(op)
+
+    async def list_keys(self) -> list[KeyRecord]:
+        def op() -> list[KeyRecord]:
+            return [_key(r) for r in self._conn.execute("SELECT * FROM api_keys ORDER BY id")]  # type: ignore[union-attr]
+
+        return await self._run(op)
+
+    async def delete_key(self, key_id: str) -> bool:
+        def op(conn: sqlite3.Connection) -> bool:
+            return conn.execute("DELETE FROM api_keys WHERE id = ?", (key_id,)).rowcount > 0
+
+        return await self._run(self._write, op)
+
+    async def has_admin_key(self) -> bool:
+        def op() -> bool:
+            return self._conn.execute("SELECT 1 FROM api_keys WHERE admin = 1 LIMIT 1").fetchone() is not None  # type: ignore[union-attr]
+
+        return await self._run(op)

@@ -59,6 +59,30 @@ class Unprocessable(APIError):
     default_code = "unprocessable"
 
 
+SCALAR_TAGS = {"str", "int", "float", "bool", "dict", "list", "none"}
+
+
+def _is_union_tag(part: object) -> bool:
+    """pydantic puts the union member tried (`str`, `list[...]`, `CreateMessageRequest`) into `loc`."""
+    return isinstance(part, str) and (part in SCALAR_TAGS or "[" in part or part[:1].isupper())
+
+
+def param_of(loc: tuple[Any, ...]) -> str | None:
+    """('body', 'messages', 0, 'CreateMessageRequest', 'role') → 'messages[0].role'."""
+    text = ""
+    for part in loc:
+        if part in ("body", "query", "path", "header") and not text or _is_union_tag(part):
+            continue
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or None
+
+
+def most_specific_error(errors: list[dict[str, Any]]) -> dict[str, Any]:
+    # For `str | Model` unions, the "not a string" error is noise when the Model branch has a real one.
+    informative = [e for e in errors if not any(p in SCALAR_TAGS for p in e.get("loc", ()))]
+    return (informative or errors)[0]
+
+
 def thread_not_found(thread_id: str) -> NotFound:
     # Same answer for "missing" and "not a member" so thread ids do not leak.
     return NotFound(f"No thread found with id '{thread_id}'.", param="thread_id", code="thread_not_found")

@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from aitp.api.responses import FastJSONResponse
-from aitp.errors import APIError, InvalidRequest
+from aitp.errors import APIError, InvalidRequest, most_specific_error, param_of
 from aitp.models import ErrorResponse
 
 log = logging.getLogger("aitp")
@@ -30,21 +30,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def param_of(loc: tuple[Any, ...]) -> str | None:
-    """('body', 'messages', 0, 'role') → 'messages[0].role'."""
-    parts = [p for p in loc if p not in ("body", "query", "path", "header")]
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif not any(c in str(part) for c in "[]()") or not text:
-            text += f".{part}" if text else str(part)
-        # pydantic union tags such as 'str' or 'list[...]' are not field names: skip them
-    return text or None
-
-
 def validation_error(exc: RequestValidationError) -> InvalidRequest:
-    first = exc.errors()[0]
+    first = most_specific_error(list(exc.errors()))
     loc = tuple(first.get("loc", ()))
     if first["type"] == "json_invalid":
         return InvalidRequest(f"The request body is not valid JSON: {first.get('ctx', {}).get('error', first['msg'])}.",

@@ -10,7 +10,7 @@ from pydantic import TypeAdapter, ValidationError
 from aitp import render
 from aitp.auth import Principal
 from aitp.capabilities.declarations import normalize_declaration
-from aitp.errors import InvalidRequest, NotFound, PermissionDenied, thread_not_found
+from aitp.errors import InvalidRequest, NotFound, PermissionDenied, most_specific_error, param_of, thread_not_found
 from aitp.ids import new_id
 from aitp.models import ActorInput, CreateMessageRequest, CreateThreadRequest, ModifyThreadRequest
 from aitp.runtime import Runtime, now
@@ -54,9 +54,8 @@ def _actors_from_metadata(value: Any) -> list[ActorInput]:
     try:
         return _actor_list.validate_python(value)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
-        raise InvalidRequest(f"Invalid actor: {error['msg']}.", param=f"metadata.actors{where}") from None
+        error = most_specific_error(list(exc.errors()))
+        raise InvalidRequest(f"Invalid actor: {error['msg']}.", param=param_of(("metadata", "actors", *error["loc"])))
 
 
 def _split_metadata(metadata: dict[str, Any]) -> tuple[dict[str, str], Any, Any]:

@@ -143,7 +143,6 @@ class MongoStore(Store):
             return
         self._client = AsyncMongoClient(self.url, tz_aware=True)
         db = self._db
-        await db.threads.create_index([("deleted", ASCENDING), ("_id", ASCENDING)])
         await db.thread_actors.create_index([("thread_id", ASCENDING), ("position", ASCENDING)])
         await db.thread_actors.create_index([("actor_id", ASCENDING), ("thread_id", ASCENDING)])
         await db.messages.create_index([("thread_id", ASCENDING), ("seq", ASCENDING)], unique=True)

@@ -1,0 +1,191 @@
+"""Shared fixtures: every backend available, an in-process API client, a real server process.
+
+Backends: SQLite always; MongoDB through `AITP_TEST_MONGODB_URI` (a real server) when set, else
+through nx-27017 (the wire-protocol stand-in, started once per session).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import pytest
+
+from aitp.app import create_app
+from aitp.config import Settings
+from aitp.store import Store, open_store
+from tests.support.nx27017 import NxServer, start_nx27017
+
+REAL_MONGODB_URI = os.environ.get("AITP_TEST_MONGODB_URI")
+ADMIN_KEY = "aitp_test_admin_key"
+
+BACKENDS = ["sqlite", "mongo"]
+
+
+@pytest.fixture(scope="session")
+def nx_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NxServer | None]:
+    if REAL_MONGODB_URI:
+        yield None
+        return
+    server = start_nx27017(tmp_path_factory.mktemp("nx27017"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _with_database(uri: str, database: str) -> str:
+    parts = urlsplit(uri)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, parts.fragment))
+
+
+@dataclass
+class Backend:
+    """Where a test's store lives, and which known deviations apply to it."""
+
+    name: str  # "sqlite", "mongo" (real MongoDB) or "nx-27017"
+    url: str
+
+    @property
+    def is_nx27017(self) -> bool:
+        return self.name == "nx-27017"
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if request.param == "sqlite":
+        yield Backend("sqlite", f"sqlite:///{tmp_path / 'aitp.db'}")
+        return
+    database = f"aitp_test_{uuid.uuid4().hex[:12]}"
+    if REAL_MONGODB_URI:
+        yield Backend("mongo", _with_database(REAL_MONGODB_URI, database))
+        from pymongo import MongoClient
+
+        with MongoClient(REAL_MONGODB_URI) as client:
+            client.drop_database(database)
+        return
+    server: NxServer = request.getfixturevalue("nx_server")
+    yield Backend("nx-27017", _with_database(server.uri, database))
+
+
+@pytest.fixture
+def xfail_on_nx(backend: Backend, request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Call with the deviation's name to mark the running test xfail only on nx-27017."""
+
+    def mark(deviation: str) -> None:
+        if backend.is_nx27017:
+            request.applymarker(pytest.mark.xfail(reason=f"nx-27017 deviation: {deviation}", strict=True))
+
+    return mark
+
+
+@pytest.fixture
+async def store(backend: Backend) -> AsyncIterator[Store]:
+    s = open_store(backend.url)
+    await s.open()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+class API:
+    """An in-process client of the app plus helpers to mint actor keys."""
+
+    def __init__(self, transport: httpx.ASGITransport) -> None:
+        self._transport = transport
+        self.admin = self.client(ADMIN_KEY)
+
+    def client(self, key: str | None) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.AsyncClient(transport=self._transport, base_url="http://aitp.test/v1", headers=headers)
+
+    async def key_for(self, actor: str, **extra: Any) -> str:
+        response = await self.admin.post("/keys", json={"actor": actor, **extra})
+        assert response.status_code == 200, response.text
+        return response.json()["key"]
+
+    async def actor(self, actor: str) -> httpx.AsyncClient:
+        """A client whose key acts as `actor`."""
+        return self.client(await self.key_for(actor))
+
+
+@pytest.fixture
+async def api(store: Store) -> AsyncIterator[API]:
+    app = create_app(Settings(store_url="unused://", admin_key=ADMIN_KEY), store=store)
+    yield API(httpx.ASGITransport(app=app))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ServerProcess:
+    """`aitp serve` running as a real process on a free port."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_server(store_url: str, log: Path, env: dict[str, str] | None = None, timeout: float = 20) -> ServerProcess:
+    """Start `aitp serve` (uvicorn) on a free port and wait until /health answers."""
+    port = free_port()
+    full_env = {**os.environ, "AITP_STORE": store_url, **(env or {})}
+    handle = log.open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "aitp.cli", "serve", "--port", str(port)],
+        stdout=handle, stderr=subprocess.STDOUT, env=full_env,
+    )
+    server = ServerProcess(process, port, log)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"aitp serve exited with {process.returncode}:\n{server.output()}")
+        try:
+            if httpx.get(f"{server.base_url}/health", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"aitp serve did not answer /health within {timeout}s:\n{server.output()}")
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    """A real server on the embedded store with a known admin key (`ADMIN_KEY`)."""
+    server = start_server(f"sqlite:///{tmp_path / 'live.db'}", tmp_path / "serve.log", {"AITP_ADMIN_KEY": ADMIN_KEY})
+    try:
+        yield server
+    finally:
+        server.stop()

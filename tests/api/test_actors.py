@@ -1,0 +1,73 @@
+"""Membership: members bring actors in, actors update themselves, leave, or are removed by the creator."""
+
+from __future__ import annotations
+
+from tests.conftest import API
+
+DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
+
+
+async def test_a_member_adds_an_actor_who_can_then_read_and_write(api: API) -> None:
+    root = await api.actor("root.near")
+    shop = await api.actor("shop.near")
+    thread_id = (await root.post("/threads", json={})).json()["id"]
+    assert (await shop.get(f"/threads/{thread_id}")).status_code == 404
+    added = await root.post(f"/threads/{thread_id}/actors", json={"id": "shop.near", "capabilities": [DECISIONS]})
+    assert added.status_code == 200, added.text
+    assert added.json()["role"] == "assistant"
+    assert added.json()["capabilities"] == [{"schema": DECISIONS}]
+    assert (await shop.get(f"/threads/{thread_id}")).status_code == 200
+    assert (await shop.post(f"/threads/{thread_id}/messages", json={"content": "hi"})).status_code == 200
+    listed = (await shop.get(f"/threads/{thread_id}/actors")).json()
+    assert [a["id"] for a in listed["data"]] == ["root.near", "shop.near"]
+
+
+async def test_an_actor_updates_its_own_capabilities_only(api: API) -> None:
+    root = await api.actor("root.near")
+    shop = await api.actor("shop.near")
+    thread_id = (await root.post("/threads", json={"actors": [{"id": "shop.near"}]})).json()["id"]
+    joined_at = (await shop.get(f"/threads/{thread_id}/actors")).json()["data"][1]["joined_at"]
+    updated = await shop.post(f"/threads/{thread_id}/actors", json={"id": "shop.near", "capabilities": [DECISIONS]})
+    assert updated.status_code == 200
+    assert updated.json()["capabilities"] == [{"schema": DECISIONS}]
+    assert updated.json()["joined_at"] == joined_at
+    refused = await root.post(f"/threads/{thread_id}/actors", json={"id": "shop.near", "capabilities": []})
+    assert refused.status_code == 403
+    events = (await root.get(f"/threads/{thread_id}/events")).json()["data"]
+    assert [e["type"] for e in events] == ["thread.created", "thread.actor.updated"]
+
+
+async def test_leaving_and_removal_rules(api: API) -> None:
+    root = await api.actor("root.near")
+    shop = await api.actor("shop.near")
+    pay = await api.actor("pay.near")
+    thread_id = (await root.post("/threads", json={"actors": [{"id": "shop.near"}, {"id": "pay.near"}]})).json()["id"]
+    # A non-creator may not remove someone else.
+    assert (await shop.delete(f"/threads/{thread_id}/actors/pay.near")).status_code == 403
+    # An actor may leave by itself; then the thread is invisible to it.
+    left = await shop.delete(f"/threads/{thread_id}/actors/shop.near")
+    assert left.json() == {"id": "shop.near", "object": "thread.actor.deleted", "deleted": True}
+    assert (await shop.get(f"/threads/{thread_id}")).status_code == 404
+    # The creator may remove anyone.
+    assert (await root.delete(f"/threads/{thread_id}/actors/pay.near")).status_code == 200
+    missing = await root.delete(f"/threads/{thread_id}/actors/pay.near")
+    assert missing.status_code == 404 and missing.json()["error"]["param"] == "actor_id"
+    assert (await pay.post(f"/threads/{thread_id}/messages", json={"content": "x"})).status_code == 404
+
+
+async def test_actor_ids_with_slashes_work_in_paths(api: API) -> None:
+    root = await api.actor("root.near")
+    agent = "hub.near.ai/travel-agent/0.1.0"
+    thread_id = (await root.post("/threads", json={"actors": [{"id": agent}]})).json()["id"]
+    assert (await root.delete(f"/threads/{thread_id}/actors/{agent}")).status_code == 200
+    assert [a["id"] for a in (await root.get(f"/threads/{thread_id}/actors")).json()["data"]] == ["root.near"]
+
+
+async def test_actor_input_is_validated(api: API) -> None:
+    root = await api.actor("root.near")
+    thread_id = (await root.post("/threads", json={})).json()["id"]
+    cases = [({}, "id"), ({"id": ""}, "id"), ({"id": "a", "capabilities": [1]}, "capabilities[0]"), ({"id": "a", "x": 1}, "x")]
+    for body, param in cases:
+        response = await root.post(f"/threads/{thread_id}/actors", json=body)
+        assert response.status_code == 400, body
+        assert response.json()["error"]["param"] == param, (body, response.json())

@@ -1,0 +1,38 @@
+"""The README's set-up promise: exactly two commands, and CI runs the test one verbatim."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _marked_command(marker: str) -> str:
+    match = re.search(rf"<!-- {marker} -->\s*```sh\n(.+?)\n```", README, re.S)
+    assert match, f"README.md lacks the <!-- {marker} --> block"
+    return match.group(1).strip()
+
+
+def test_readme_has_exactly_one_serve_and_one_test_command() -> None:
+    assert README.count("<!-- serve-command -->") == 1
+    assert README.count("<!-- test-command -->") == 1
+    serve, test = _marked_command("serve-command"), _marked_command("test-command")
+    assert "\n" not in serve and "\n" not in test
+    assert serve.endswith("aitp serve")
+    assert "'.[test]'" in test and "pytest" in test
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "<!-- test-command -->" in ci and 'bash -c "$command"' in ci
+
+
+def test_configuration_table_names_every_setting() -> None:
+    from aitp.config import Settings
+
+    for variable in ("AITP_STORE", "AITP_ADMIN_KEY", "AITP_HOST", "AITP_PORT"):
+        assert f"`{variable}`" in README
+    assert Settings.from_env({}).store_url == "sqlite:///aitp-data/aitp.db"
+    assert "`sqlite:///aitp-data/aitp.db`" in README

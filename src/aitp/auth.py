@@ -43,9 +43,7 @@ def hash_key(key: str) -> str:
 def bearer_token(authorization: str | None) -> str:
     """The token of an `Authorization: Bearer <token>` header, or raise 401."""
     if not authorization:
-        raise Unauthenticated(
-            "Missing API key: send 'Authorization: Bearer <key>'.", code="missing_api_key"
-        )
+        raise Unauthenticated("Missing API key: send 'Authorization: Bearer <key>'.", code="missing_api_key")
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthenticated("Malformed Authorization header: expected 'Bearer <key>'.")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 from aitp.config import Settings
 from aitp.store import Store, open_store
@@ -63,8 +64,11 @@ def keys_command(settings: Settings, args: argparse.Namespace) -> int:
             settings, lambda s: keys.create_key(s, args.actor, admin=args.admin, scopes=args.scope or [])
         )
         print(created["key"])
-        print(f"(id {created['id']}, actor {created['actor']}{', admin' if created['admin'] else ''}; "
-              "the key is shown only now)", file=sys.stderr)
+        print(
+            f"(id {created['id']}, actor {created['actor']}{', admin' if created['admin'] else ''}; "
+            "the key is shown only now)",
+            file=sys.stderr,
+        )
         return 0
     if args.keys_command == "list":
         for key in _with_store(settings, keys.list_keys)["data"]:

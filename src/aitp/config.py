@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 DEFAULT_STORE = "sqlite:///" + str(Path("aitp-data") / "aitp.db")
 
@@ -17,7 +18,7 @@ class Settings:
     port: int = 8000
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
         return cls(
             store_url=env.get("AITP_STORE") or DEFAULT_STORE,
@@ -26,6 +27,6 @@ class Settings:
             port=int(env.get("AITP_PORT") or cls.port),
         )
 
-    def with_overrides(self, **changes: object) -> "Settings":
+    def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given fields replaced, ignoring those left as None."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -77,7 +78,7 @@ def param_of(loc: tuple[Any, ...]) -> str | None:
     return text or None
 
 
-def most_specific_error(errors: list[dict[str, Any]]) -> dict[str, Any]:
+def most_specific_error(errors: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     # For `str | Model` unions, the "not a string" error is noise when the Model branch has a real one.
     informative = [e for e in errors if not any(p in SCALAR_TAGS for p in e.get("loc", ()))]
     return (informative or errors)[0]

@@ -71,6 +71,8 @@ def export(directory: Path) -> list[Path]:
 def drift(directory: Path) -> list[str]:
     """Names of files in `directory` that differ from (or are missing for) the current models."""
     documents = build()
-    changed = [n for n, d in documents.items() if not (directory / n).is_file() or (directory / n).read_text() != render(d)]
+    changed = [
+        n for n, d in documents.items() if not (directory / n).is_file() or (directory / n).read_text() != render(d)
+    ]
     extra = [p.name for p in directory.glob("*.schema.json") if p.name not in documents]
     return sorted(changed + extra)

@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.errors import ERROR_RESPONSES
 from aitp.api.responses import FastJSONResponse
-from aitp.models import ActorList, Actor, ActorInput, DeletedObject
+from aitp.models import Actor, ActorInput, ActorList, DeletedObject
 from aitp.services import actors
 
 router = APIRouter(tags=["actors"], responses=ERROR_RESPONSES)

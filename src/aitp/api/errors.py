@@ -15,9 +15,18 @@ from aitp.models import ErrorResponse
 
 log = logging.getLogger("aitp")
 
-_CODES = {"missing": "missing_required_parameter", "extra_forbidden": "unknown_parameter", "json_invalid": "invalid_json"}
-_STATUS_TYPES = {401: "authentication_error", 403: "permission_error", 404: "invalid_request_error",
-                 405: "invalid_request_error", 429: "rate_limit_error"}
+_CODES = {
+    "missing": "missing_required_parameter",
+    "extra_forbidden": "unknown_parameter",
+    "json_invalid": "invalid_json",
+}
+_STATUS_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    405: "invalid_request_error",
+    429: "rate_limit_error",
+}
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": text}
@@ -34,8 +43,10 @@ def validation_error(exc: RequestValidationError) -> InvalidRequest:
     first = most_specific_error(list(exc.errors()))
     loc = tuple(first.get("loc", ()))
     if first["type"] == "json_invalid":
-        return InvalidRequest(f"The request body is not valid JSON: {first.get('ctx', {}).get('error', first['msg'])}.",
-                              code="invalid_json")
+        return InvalidRequest(
+            f"The request body is not valid JSON: {first.get('ctx', {}).get('error', first['msg'])}.",
+            code="invalid_json",
+        )
     param = param_of(loc)
     message = f"Invalid '{param}': {first['msg']}." if param else f"{first['msg']}."
     if first["type"] == "extra_forbidden":
@@ -71,6 +82,12 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> FastJSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        body = {"error": {"message": "The server had an error while processing your request.",
-                          "type": "server_error", "param": None, "code": "internal_error"}}
+        body = {
+            "error": {
+                "message": "The server had an error while processing your request.",
+                "type": "server_error",
+                "param": None,
+                "code": "internal_error",
+            }
+        }
         return FastJSONResponse(body, status_code=500)

@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.errors import ERROR_RESPONSES
 from aitp.api.responses import FastJSONResponse
-from aitp.models import ApiKeyList, ApiKey, CreatedApiKey, CreateKeyRequest, DeletedObject
+from aitp.models import ApiKeyList, CreatedApiKey, CreateKeyRequest, DeletedObject
 from aitp.services import keys
 
 router = APIRouter(tags=["keys"], responses=ERROR_RESPONSES)

@@ -42,7 +42,9 @@ async def get_message(thread_id: str, message_id: str, rt: RuntimeDep, principal
     return FastJSONResponse(await messages.get_message(rt, principal, thread_id, message_id))
 
 
-@router.post("/threads/{thread_id}/messages/{message_id}", response_model=Message, summary="Modify a message's metadata")
+@router.post(
+    "/threads/{thread_id}/messages/{message_id}", response_model=Message, summary="Modify a message's metadata"
+)
 async def modify_message(
     thread_id: str,
     message_id: str,

@@ -30,8 +30,8 @@ def normalize_declaration(value: Any, param: str) -> dict[str, str]:
         if len(urls) == 2 and urls[0] == urls[1]:
             return {"schema": _url(urls[0], f"{param}.schema")}
     raise InvalidRequest(
-        "A capability declaration must be a schema URL string, {\"schema\": url}, {\"$schema\": url} "
-        "or {\"capability\": id, \"versions\": range}.",
+        'A capability declaration must be a schema URL string, {"schema": url}, {"$schema": url} '
+        'or {"capability": id, "versions": range}.',
         param=param,
         code="invalid_capability_declaration",
     )
@@ -39,30 +39,46 @@ def normalize_declaration(value: Any, param: str) -> dict[str, str]:
 
 def _url(value: Any, param: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidRequest("A capability schema URL must be a non-empty string.", param=param,
-                             code="invalid_capability_declaration")
+        raise InvalidRequest(
+            "A capability schema URL must be a non-empty string.", param=param, code="invalid_capability_declaration"
+        )
     if len(value) > MAX_URL_LENGTH:
-        raise InvalidRequest(f"A capability schema URL may be at most {MAX_URL_LENGTH} characters.", param=param,
-                             code="invalid_capability_declaration")
+        raise InvalidRequest(
+            f"A capability schema URL may be at most {MAX_URL_LENGTH} characters.",
+            param=param,
+            code="invalid_capability_declaration",
+        )
     return value.strip()
 
 
 def _range(value: dict[str, Any], param: str) -> dict[str, str]:
     unknown = sorted(set(value) - {"capability", "versions"})
     if unknown:
-        raise InvalidRequest(f"Unknown key '{unknown[0]}' in a capability range declaration.",
-                             param=f"{param}.{unknown[0]}", code="invalid_capability_declaration")
+        raise InvalidRequest(
+            f"Unknown key '{unknown[0]}' in a capability range declaration.",
+            param=f"{param}.{unknown[0]}",
+            code="invalid_capability_declaration",
+        )
     capability = value.get("capability")
     if not isinstance(capability, str) or not capability:
-        raise InvalidRequest("`capability` must be a capability id such as 'aitp-02-decisions'.",
-                             param=f"{param}.capability", code="invalid_capability_declaration")
+        raise InvalidRequest(
+            "`capability` must be a capability id such as 'aitp-02-decisions'.",
+            param=f"{param}.capability",
+            code="invalid_capability_declaration",
+        )
     versions = value.get("versions", "")
     if not isinstance(versions, str):
-        raise InvalidRequest("`versions` must be a version range string such as '>=1.0.0,<3'.",
-                             param=f"{param}.versions", code="invalid_capability_declaration")
+        raise InvalidRequest(
+            "`versions` must be a version range string such as '>=1.0.0,<3'.",
+            param=f"{param}.versions",
+            code="invalid_capability_declaration",
+        )
     try:
         SpecifierSet(versions)
     except InvalidSpecifier as exc:
-        raise InvalidRequest(f"Invalid version range {versions!r}: {exc}", param=f"{param}.versions",
-                             code="invalid_capability_declaration") from None
+        raise InvalidRequest(
+            f"Invalid version range {versions!r}: {exc}",
+            param=f"{param}.versions",
+            code="invalid_capability_declaration",
+        ) from None
     return {"capability": capability, "versions": versions}

@@ -9,6 +9,7 @@ from aitp.errors import InvalidRequest, PermissionDenied, thread_not_found
 from aitp.runtime import Runtime
 from aitp.store.base import ActorRecord, ThreadRecord
 
+
 @dataclass
 class ThreadView:
     """A thread with its current actors, as loaded for one request."""
@@ -19,6 +20,7 @@ class ThreadView:
     def member(self, actor_id: str) -> ActorRecord | None:
         return next((a for a in self.actors if a.id == actor_id), None)
 
+
 async def readable_thread(rt: Runtime, principal: Principal, thread_id: str) -> ThreadView:
     """The thread if the principal is a member (or admin); 404 otherwise."""
     thread = await rt.store.get_thread(thread_id)
@@ -28,6 +30,7 @@ async def readable_thread(rt: Runtime, principal: Principal, thread_id: str) -> 
     if not principal.admin and view.member(principal.actor) is None:
         raise thread_not_found(thread_id)
     return view
+
 
 def acting_actor(principal: Principal, requested: object, param: str = "metadata.actor") -> str:
     """The actor a write is made as: the key's own, or (admin only) the one requested."""

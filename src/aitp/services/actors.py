@@ -32,7 +32,9 @@ async def put_actor(rt: Runtime, principal: Principal, thread_id: str, body: Act
     creator = view.thread.creator
 
     def event(actor: ActorRecord, joined: bool) -> NewEvent:
-        return NewEvent("thread.actor.joined" if joined else "thread.actor.updated", render.actor(actor, creator), now())
+        return NewEvent(
+            "thread.actor.joined" if joined else "thread.actor.updated", render.actor(actor, creator), now()
+        )
 
     result = await rt.store.put_actor(record, event)
     if result is None:
@@ -45,8 +47,9 @@ async def remove_actor(rt: Runtime, principal: Principal, thread_id: str, actor_
     view = await readable_thread(rt, principal, thread_id)
     allowed = principal.admin or actor_id == principal.actor or view.thread.creator == principal.actor
     if not allowed:
-        raise PermissionDenied("Only the actor itself, the thread's creator or an admin may remove an actor.",
-                               param="actor_id")
+        raise PermissionDenied(
+            "Only the actor itself, the thread's creator or an admin may remove an actor.", param="actor_id"
+        )
     receipt = render.deleted(actor_id, "thread.actor.deleted")
     if await rt.store.remove_actor(thread_id, actor_id, NewEvent("thread.actor.left", receipt, now())) is None:
         raise NotFound(f"Actor '{actor_id}' is not a member of this thread.", param="actor_id", code="actor_not_found")

@@ -17,11 +17,15 @@ def check_metadata(metadata: dict[str, Any], param: str = "metadata") -> dict[st
         raise InvalidRequest(f"Metadata may hold at most {MAX_METADATA_PAIRS} pairs; got {len(metadata)}.", param=param)
     for key, value in metadata.items():
         if not key or len(key) > MAX_METADATA_KEY:
-            raise InvalidRequest(f"Metadata keys must be 1 to {MAX_METADATA_KEY} characters.", param=f"{param}.{key[:64]}")
+            raise InvalidRequest(
+                f"Metadata keys must be 1 to {MAX_METADATA_KEY} characters.", param=f"{param}.{key[:64]}"
+            )
         if not isinstance(value, str):
             raise InvalidRequest("Metadata values must be strings.", param=f"{param}.{key}")
         if len(value) > MAX_METADATA_VALUE:
-            raise InvalidRequest(f"Metadata values may be at most {MAX_METADATA_VALUE} characters.", param=f"{param}.{key}")
+            raise InvalidRequest(
+                f"Metadata values may be at most {MAX_METADATA_VALUE} characters.", param=f"{param}.{key}"
+            )
     return dict(metadata)
 
 
@@ -60,7 +64,10 @@ def _normalize_part(item: Any, param: str) -> dict[str, Any]:
         image = item.get("image_file")
         if not isinstance(image, dict) or not isinstance(image.get("file_id"), str):
             raise InvalidRequest("An image_file part needs `image_file.file_id`.", param=f"{param}.image_file")
-        return {"type": "image_file", "image_file": {"file_id": image["file_id"], "detail": image.get("detail", "auto")}}
+        return {
+            "type": "image_file",
+            "image_file": {"file_id": image["file_id"], "detail": image.get("detail", "auto")},
+        }
     raise InvalidRequest(
         f"Unsupported content part type {kind!r}: use 'text', 'image_url' or 'image_file'.", param=f"{param}.type"
     )

@@ -17,12 +17,19 @@ def require_admin(principal: Principal) -> None:
         raise PermissionDenied("This operation needs an admin key.", code="admin_required")
 
 
-async def create_key(store: Store, actor: str, *, admin: bool = False, scopes: list[str] | None = None) -> dict[str, Any]:
+async def create_key(
+    store: Store, actor: str, *, admin: bool = False, scopes: list[str] | None = None
+) -> dict[str, Any]:
     """Create a key; the returned `key` secret is shown this once and stored only as a hash."""
     secret = generate_key()
     record = KeyRecord(
-        id=new_id("key"), hash=hash_key(secret), actor=actor, admin=admin, created_at=now(),
-        prefix=secret[:9], scopes=sorted(set(scopes or [])),
+        id=new_id("key"),
+        hash=hash_key(secret),
+        actor=actor,
+        admin=admin,
+        created_at=now(),
+        prefix=secret[:9],
+        scopes=sorted(set(scopes or [])),
     )
     await store.create_key(record)
     return {**render.api_key(record), "key": secret}

@@ -52,7 +52,9 @@ def build_message(
     )
 
 
-async def create_message(rt: Runtime, principal: Principal, thread_id: str, body: CreateMessageRequest) -> dict[str, Any]:
+async def create_message(
+    rt: Runtime, principal: Principal, thread_id: str, body: CreateMessageRequest
+) -> dict[str, Any]:
     view = await readable_thread(rt, principal, thread_id)
     created_at = now()
     record = build_message(principal, view, body, created_at)

@@ -32,14 +32,21 @@ def actor_records(thread_id: str, inputs: list[ActorInput], joined_at: int, para
     records = []
     for i, actor in enumerate(inputs):
         if actor.id in seen:
-            raise InvalidRequest(f"Actor '{actor.id}' is listed twice.", param=f"{param}[{i}].id", code="duplicate_actor")
+            raise InvalidRequest(
+                f"Actor '{actor.id}' is listed twice.", param=f"{param}[{i}].id", code="duplicate_actor"
+            )
         seen.add(actor.id)
         capabilities = [
             normalize_declaration(c, f"{param}[{i}].capabilities[{j}]") for j, c in enumerate(actor.capabilities)
         ]
         records.append(
-            ActorRecord(thread_id=thread_id, id=actor.id, client_id=actor.client_id, capabilities=capabilities,
-                        joined_at=joined_at)
+            ActorRecord(
+                thread_id=thread_id,
+                id=actor.id,
+                client_id=actor.client_id,
+                capabilities=capabilities,
+                joined_at=joined_at,
+            )
         )
     return records
 
@@ -55,7 +62,8 @@ def _actors_from_metadata(value: Any) -> list[ActorInput]:
         return _actor_list.validate_python(value)
     except ValidationError as exc:
         error = most_specific_error(list(exc.errors()))
-        raise InvalidRequest(f"Invalid actor: {error['msg']}.", param=param_of(("metadata", "actors", *error["loc"])))
+        param = param_of(("metadata", "actors", *error["loc"]))
+        raise InvalidRequest(f"Invalid actor: {error['msg']}.", param=param) from None
 
 
 def _split_metadata(metadata: dict[str, Any]) -> tuple[dict[str, str], Any, Any]:
@@ -83,19 +91,26 @@ async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadReq
     parent_id = body.parent_id
     if meta_parent is not None:
         if not isinstance(meta_parent, str) or (parent_id is not None and parent_id != meta_parent):
-            raise InvalidRequest("`metadata.parent_id` must be a string equal to `parent_id` when both are given.",
-                                 param="metadata.parent_id")
+            raise InvalidRequest(
+                "`metadata.parent_id` must be a string equal to `parent_id` when both are given.",
+                param="metadata.parent_id",
+            )
         parent_id = meta_parent
     if parent_id is not None:
         try:
             await readable_thread(rt, principal, parent_id)
         except NotFound:
-            raise NotFound(f"No parent thread found with id '{parent_id}'.", param="parent_id",
-                           code="parent_thread_not_found") from None
+            raise NotFound(
+                f"No parent thread found with id '{parent_id}'.", param="parent_id", code="parent_thread_not_found"
+            ) from None
 
     thread = ThreadRecord(
-        id=thread_id, created_at=created_at, creator=principal.actor, metadata=user_metadata,
-        parent_id=parent_id, tool_resources=body.tool_resources,
+        id=thread_id,
+        created_at=created_at,
+        creator=principal.actor,
+        metadata=user_metadata,
+        parent_id=parent_id,
+        tool_resources=body.tool_resources,
     )
     view = ThreadView(thread, actors)
     messages: list[tuple[MessageRecord, NewEvent]] = []

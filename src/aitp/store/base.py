@@ -8,8 +8,9 @@ assigning the thread's next event sequence number.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 Order = Literal["asc", "desc"]
 

@@ -8,7 +8,8 @@ writers of one thread, and `with_transaction` retries the losers of a write conf
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
@@ -123,7 +124,7 @@ class MongoStore(Store):
         self._client: AsyncMongoClient[dict[str, Any]] | None = None
 
     @classmethod
-    def from_url(cls, url: str) -> "MongoStore":
+    def from_url(cls, url: str) -> MongoStore:
         """The database name comes from the URL path; `aitp` when there is none."""
         path = urlsplit(url).path.strip("/")
         return cls(url, path or "aitp")
@@ -171,7 +172,13 @@ class MongoStore(Store):
         )
         seq = doc["last_seq"]
         await self._db.events.insert_one(
-            {"thread_id": thread_id, "seq": seq, "type": event.type, "created_at": event.created_at, "data": event.data},
+            {
+                "thread_id": thread_id,
+                "seq": seq,
+                "type": event.type,
+                "created_at": event.created_at,
+                "data": event.data,
+            },
             session=session,
         )
         return EventRecord(thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data)
@@ -286,7 +293,9 @@ class MongoStore(Store):
         query = {"actor_id": actor_id}
         if bounds:
             query["thread_id"] = bounds
-        ids = [d["thread_id"] async for d in self._db.thread_actors.find(query).sort("thread_id", direction).limit(limit)]
+        ids = [
+            d["thread_id"] async for d in self._db.thread_actors.find(query).sort("thread_id", direction).limit(limit)
+        ]
         docs = {d["_id"]: d async for d in self._db.threads.find({"_id": {"$in": ids}, "deleted": False})}
         return [_thread(docs[i]) for i in ids if i in docs]
 
@@ -315,8 +324,11 @@ class MongoStore(Store):
                     session=session,
                 )
                 stored = ActorRecord(
-                    thread_id=actor.thread_id, id=actor.id, client_id=actor.client_id,
-                    capabilities=actor.capabilities, joined_at=existing["joined_at"],
+                    thread_id=actor.thread_id,
+                    id=actor.id,
+                    client_id=actor.client_id,
+                    capabilities=actor.capabilities,
+                    joined_at=existing["joined_at"],
                 )
             event = await self._append_event(session, actor.thread_id, render(stored, existing is None))
             return stored, event
@@ -401,7 +413,9 @@ class MongoStore(Store):
     # events
 
     async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
-        cursor = self._db.events.find({"thread_id": thread_id, "seq": {"$gt": after}}).sort("seq", ASCENDING).limit(limit)
+        cursor = (
+            self._db.events.find({"thread_id": thread_id, "seq": {"$gt": after}}).sort("seq", ASCENDING).limit(limit)
+        )
         return [_event(d) async for d in cursor]
 
     # keys

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import orjson
@@ -134,7 +135,11 @@ def _message(row: sqlite3.Row) -> MessageRecord:
 
 def _event(row: sqlite3.Row) -> EventRecord:
     return EventRecord(
-        thread_id=row["thread_id"], seq=row["seq"], type=row["type"], created_at=row["created_at"], data=_loads(row["data"])
+        thread_id=row["thread_id"],
+        seq=row["seq"],
+        type=row["type"],
+        created_at=row["created_at"],
+        data=_loads(row["data"]),
     )
 
 
@@ -157,7 +162,7 @@ class SQLiteStore(Store):
         self._conn: sqlite3.Connection | None = None
 
     @classmethod
-    def from_url(cls, url: str) -> "SQLiteStore":
+    def from_url(cls, url: str) -> SQLiteStore:
         """`sqlite:///relative/path.db`, `sqlite:////absolute/path.db` or `sqlite:///:memory:`."""
         parts = urlsplit(url)
         path = unquote(parts.netloc + parts.path)
@@ -243,8 +248,15 @@ class SQLiteStore(Store):
             "INSERT INTO messages (id, thread_id, seq, created_at, actor, role, content, attachments, metadata, aitp)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                m.id, m.thread_id, m.seq, m.created_at, m.actor, m.role,
-                _dumps(m.content), _dumps(m.attachments), _dumps(m.metadata),
+                m.id,
+                m.thread_id,
+                m.seq,
+                m.created_at,
+                m.actor,
+                m.role,
+                _dumps(m.content),
+                _dumps(m.attachments),
+                _dumps(m.metadata),
                 None if m.aitp is None else _dumps(m.aitp),
             ),
         )
@@ -268,14 +280,21 @@ class SQLiteStore(Store):
                 "INSERT INTO threads (id, created_at, creator, metadata, parent_id, tool_resources, last_seq)"
                 " VALUES (?, ?, ?, ?, ?, ?, 0)",
                 (
-                    thread.id, thread.created_at, thread.creator, _dumps(thread.metadata), thread.parent_id,
+                    thread.id,
+                    thread.created_at,
+                    thread.creator,
+                    _dumps(thread.metadata),
+                    thread.parent_id,
                     None if thread.tool_resources is None else _dumps(thread.tool_resources),
                 ),
             )
             conn.executemany(
                 "INSERT INTO thread_actors (thread_id, actor_id, client_id, capabilities, joined_at, position)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                [(a.thread_id, a.id, a.client_id, _dumps(a.capabilities), a.joined_at, i) for i, a in enumerate(actors)],
+                [
+                    (a.thread_id, a.id, a.client_id, _dumps(a.capabilities), a.joined_at, i)
+                    for i, a in enumerate(actors)
+                ],
             )
             events = [self._append_event(conn, thread.id, created)]
             for message, event in messages:
@@ -387,8 +406,11 @@ class SQLiteStore(Store):
                     (actor.client_id, _dumps(actor.capabilities), actor.thread_id, actor.id),
                 )
                 stored = ActorRecord(
-                    thread_id=actor.thread_id, id=actor.id, client_id=actor.client_id,
-                    capabilities=actor.capabilities, joined_at=existing["joined_at"],
+                    thread_id=actor.thread_id,
+                    id=actor.id,
+                    client_id=actor.client_id,
+                    capabilities=actor.capabilities,
+                    joined_at=existing["joined_at"],
                 )
             event = self._append_event(conn, actor.thread_id, render(stored, existing is None))
             return stored, event
@@ -476,9 +498,7 @@ class SQLiteStore(Store):
         def op(conn: sqlite3.Connection) -> EventRecord | None:
             if self._live_thread(conn, thread_id) is None:
                 return None
-            gone = conn.execute(
-                "DELETE FROM messages WHERE id = ? AND thread_id = ?", (message_id, thread_id)
-            ).rowcount
+            gone = conn.execute("DELETE FROM messages WHERE id = ? AND thread_id = ?", (message_id, thread_id)).rowcount
             return self._append_event(conn, thread_id, event) if gone else None
 
         return await self._run(self._write, op)
@@ -499,7 +519,8 @@ class SQLiteStore(Store):
     async def create_key(self, key: KeyRecord) -> None:
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "INSERT INTO api_keys (id, hash, actor, admin, scopes, created_at, prefix) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO api_keys (id, hash, actor, admin, scopes, created_at, prefix)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (key.id, key.hash, key.actor, int(key.admin), _dumps(key.scopes), key.created_at, key.prefix),
             )
 

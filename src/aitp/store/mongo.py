@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.errors import CollectionInvalid
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
@@ -144,6 +145,15 @@ class MongoStore(Store):
             return
         self._client = AsyncMongoClient(self.url, tz_aware=True)
         db = self._db
+        # Collections exist before any transaction touches them (MongoDB < 4.4 cannot create them
+        # inside one, and a transaction that only reads a missing collection has nothing to commit).
+        existing = set(await db.list_collection_names())
+        for name in ("threads", "thread_actors", "messages", "events", "api_keys"):
+            if name not in existing:
+                try:
+                    await db.create_collection(name)
+                except CollectionInvalid:
+                    pass  # another instance created it meanwhile
         await db.thread_actors.create_index([("thread_id", ASCENDING), ("position", ASCENDING)])
         await db.thread_actors.create_index([("actor_id", ASCENDING), ("thread_id", ASCENDING)])
         await db.messages.create_index([("thread_id", ASCENDING), ("seq", ASCENDING)], unique=True)

@@ -1,0 +1,956 @@
+"""The Store contract: every backend (through the `store` fixture) must pass this suite unchanged.
+
+Each test reads as one clause of the specification in `aitp.store.base`: a mutation writes its
+change and its event atomically under the thread's next seq, and reads see exactly what was written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from aitp.ids import new_id
+from aitp.store import Store, open_store
+from aitp.store.base import (
+    ActorRecord,
+    EventRecord,
+    KeyRecord,
+    MessageRecord,
+    NewEvent,
+    ThreadRecord,
+)
+
+T0 = 1_700_000_000
+_clock = itertools.count(T0)
+
+
+# --- record builders ---------------------------------------------------------------------------
+
+
+def tick() -> int:
+    """A fresh, increasing timestamp (seconds)."""
+    return next(_clock)
+
+
+def ev(type: str, **data: Any) -> NewEvent:
+    return NewEvent(type=type, data=data, created_at=tick())
+
+
+def thread_rec(creator: str = "alice", **fields: Any) -> ThreadRecord:
+    return ThreadRecord(id=new_id("thread"), created_at=tick(), creator=creator, **fields)
+
+
+def actor_rec(thread_id: str, actor_id: str, **fields: Any) -> ActorRecord:
+    fields.setdefault("joined_at", tick())
+    return ActorRecord(thread_id=thread_id, id=actor_id, **fields)
+
+
+def message_rec(thread_id: str, text: str = "hello", actor: str = "alice", **fields: Any) -> MessageRecord:
+    return MessageRecord(
+        id=new_id("msg"),
+        thread_id=thread_id,
+        created_at=tick(),
+        actor=actor,
+        role=fields.pop("role", "user"),
+        content=[{"type": "text", "text": {"value": text, "annotations": []}}],
+        **fields,
+    )
+
+
+def key_rec(actor: str = "alice", *, admin: bool = False, **fields: Any) -> KeyRecord:
+    key_id = new_id("key")
+    return KeyRecord(
+        id=key_id, hash=f"hash-{key_id}", actor=actor, admin=admin, created_at=tick(), prefix=key_id[-6:], **fields
+    )
+
+
+def message_created(message: MessageRecord) -> NewEvent:
+    return ev("thread.message.created", id=message.id, text=message.content[0]["text"]["value"])
+
+
+async def make_thread(
+    store: Store,
+    actors: tuple[str, ...] = ("alice",),
+    texts: tuple[str, ...] = (),
+    **thread_fields: Any,
+) -> tuple[ThreadRecord, list[MessageRecord], list[EventRecord]]:
+    """Create a thread whose creator is the first actor, with one message per text."""
+    thread = thread_rec(creator=actors[0] if actors else "alice", **thread_fields)
+    members = [actor_rec(thread.id, a) for a in actors]
+    messages = [message_rec(thread.id, t, actor=thread.creator) for t in texts]
+    events = await store.create_thread(
+        thread, members, ev("thread.created", id=thread.id), [(m, message_created(m)) for m in messages]
+    )
+    return thread, messages, events
+
+
+async def post(store: Store, thread_id: str, text: str = "hello", actor: str = "alice") -> MessageRecord:
+    """Append one message that must succeed; returns it with its seq set."""
+    message = message_rec(thread_id, text, actor=actor)
+    event = await store.append_message(message, message_created(message))
+    assert event is not None
+    return message
+
+
+async def seqs(store: Store, thread_id: str) -> list[int]:
+    return [e.seq for e in await store.list_events(thread_id, after=0, limit=1000)]
+
+
+async def texts_of(store: Store, thread_id: str, **query: Any) -> list[str]:
+    query.setdefault("limit", 100)
+    query.setdefault("order", "asc")
+    return [m.content[0]["text"]["value"] for m in await store.list_messages(thread_id, **query)]
+
+
+@dataclass
+class Renderer:
+    """A render callback that records its arguments and returns a fixed event type."""
+
+    type: str
+    calls: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def __call__(self, *args: Any) -> NewEvent:
+        self.calls.append(args)
+        return ev(self.type, call=len(self.calls))
+
+
+# --- create_thread / get_thread ----------------------------------------------------------------
+
+
+async def test_create_thread_numbers_events_from_1_with_thread_created_first(store: Store) -> None:
+    thread, messages, events = await make_thread(store, ("alice", "bob"), ("one", "two", "three"))
+
+    assert [e.seq for e in events] == [1, 2, 3, 4]
+    assert [e.type for e in events] == ["thread.created"] + ["thread.message.created"] * 3
+    assert all(e.thread_id == thread.id for e in events)
+    assert events[0].data == {"id": thread.id}
+    assert [e.data["id"] for e in events[1:]] == [m.id for m in messages]
+
+
+async def test_create_thread_gives_each_initial_message_the_seq_of_its_event(store: Store) -> None:
+    thread, messages, events = await make_thread(store, ("alice",), ("one", "two"))
+
+    assert [m.seq for m in messages] == [e.seq for e in events[1:]] == [2, 3]
+    stored = await store.list_messages(thread.id, limit=10, order="asc")
+    assert stored == messages
+
+
+async def test_create_thread_without_messages_writes_only_thread_created(store: Store) -> None:
+    thread, _, events = await make_thread(store)
+
+    assert [(e.seq, e.type) for e in events] == [(1, "thread.created")]
+    assert await store.list_messages(thread.id, limit=10, order="asc") == []
+    assert (await store.get_thread(thread.id)).last_seq == 1  # type: ignore[union-attr]
+
+
+async def test_create_thread_stores_the_event_log_it_returns(store: Store) -> None:
+    thread, _, events = await make_thread(store, ("alice",), ("one", "two"))
+
+    assert await store.list_events(thread.id, after=0, limit=100) == events
+
+
+async def test_get_thread_returns_every_field_and_last_seq(store: Store) -> None:
+    thread, _, _ = await make_thread(
+        store,
+        ("alice",),
+        ("one",),
+        metadata={"topic": "billing", "lang": "en"},
+        parent_id=new_id("thread"),
+        tool_resources={"file_search": {"vector_store_ids": ["vs_1", "vs_2"]}, "nested": {"n": 1.5, "ok": True}},
+    )
+
+    assert await store.get_thread(thread.id) == replace(thread, last_seq=2)
+
+
+async def test_get_thread_defaults_round_trip(store: Store) -> None:
+    """Empty metadata, no parent and no tool_resources come back as such."""
+    thread, _, _ = await make_thread(store)
+
+    got = await store.get_thread(thread.id)
+    assert got is not None
+    assert (got.metadata, got.parent_id, got.tool_resources) == ({}, None, None)
+
+
+async def test_get_thread_of_unknown_id_is_none(store: Store) -> None:
+    assert await store.get_thread(new_id("thread")) is None
+
+
+async def test_list_actors_keeps_the_given_order_and_fields(store: Store) -> None:
+    thread = thread_rec()
+    actors = [
+        actor_rec(thread.id, "zed", capabilities=[{"type": "payments", "currency": ["USD", "NEAR"]}]),
+        actor_rec(thread.id, "alice", client_id="cli_1"),
+        actor_rec(thread.id, "mike", capabilities=[{"type": "a"}, {"type": "b"}], client_id="cli_2"),
+    ]
+    await store.create_thread(thread, actors, ev("thread.created"), [])
+
+    assert await store.list_actors(thread.id) == actors
+
+
+async def test_list_actors_of_unknown_thread_is_empty(store: Store) -> None:
+    assert await store.list_actors(new_id("thread")) == []
+
+
+async def test_open_is_idempotent(store: Store) -> None:
+    thread, _, _ = await make_thread(store)
+
+    await store.open()
+
+    assert (await store.get_thread(thread.id)) is not None
+
+
+# --- update_thread -----------------------------------------------------------------------------
+
+
+async def test_update_thread_metadata_leaves_tool_resources_alone(store: Store) -> None:
+    thread, _, _ = await make_thread(
+        store, metadata={"a": "1"}, tool_resources={"code_interpreter": {"file_ids": ["f"]}}
+    )
+
+    result = await store.update_thread(thread.id, {"metadata": {"b": "2"}}, Renderer("thread.updated"))
+
+    assert result is not None
+    updated, event = result
+    expected = replace(thread, metadata={"b": "2"}, last_seq=2)
+    assert updated == expected
+    assert await store.get_thread(thread.id) == expected
+    assert (event.seq, event.type, event.thread_id) == (2, "thread.updated", thread.id)
+
+
+async def test_update_thread_tool_resources_leaves_metadata_alone(store: Store) -> None:
+    thread, _, _ = await make_thread(store, metadata={"a": "1"})
+
+    result = await store.update_thread(
+        thread.id, {"tool_resources": {"file_search": {"vector_store_ids": ["vs"]}}}, Renderer("thread.updated")
+    )
+
+    assert result is not None
+    expected = replace(thread, tool_resources={"file_search": {"vector_store_ids": ["vs"]}}, last_seq=2)
+    assert result[0] == expected
+    assert await store.get_thread(thread.id) == expected
+
+
+async def test_update_thread_sets_metadata_and_tool_resources_together(store: Store) -> None:
+    thread, _, _ = await make_thread(store, metadata={"a": "1"}, tool_resources={"x": {}})
+
+    await store.update_thread(thread.id, {"metadata": {}, "tool_resources": {"y": {"z": [1]}}}, Renderer("u"))
+
+    got = await store.get_thread(thread.id)
+    assert got is not None
+    assert (got.metadata, got.tool_resources) == ({}, {"y": {"z": [1]}})
+
+
+async def test_update_thread_can_clear_tool_resources(store: Store) -> None:
+    thread, _, _ = await make_thread(store, tool_resources={"x": {"y": 1}})
+
+    await store.update_thread(thread.id, {"tool_resources": None}, Renderer("u"))
+
+    assert (await store.get_thread(thread.id)).tool_resources is None  # type: ignore[union-attr]
+
+
+async def test_update_thread_renders_from_the_state_after_the_write(store: Store) -> None:
+    """`render` sees the new metadata and the current actors; its event is stored under the next seq."""
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ("one",), metadata={"old": "yes"})
+    carol = actor_rec(thread.id, "carol")
+    await store.put_actor(carol, Renderer("thread.actor.joined"))  # seq 3
+    render = Renderer("thread.updated")
+
+    result = await store.update_thread(thread.id, {"metadata": {"new": "yes"}}, render)
+
+    assert len(render.calls) == 1
+    seen_thread, seen_actors = render.calls[0]
+    assert seen_thread.id == thread.id
+    assert seen_thread.metadata == {"new": "yes"}
+    assert [a.id for a in seen_actors] == ["alice", "bob", "carol"]
+    assert result is not None
+    _, event = result
+    assert event == EventRecord(
+        thread_id=thread.id, seq=4, type="thread.updated", created_at=event.created_at, data={"call": 1}
+    )
+    assert (await store.list_events(thread.id, after=3, limit=10)) == [event]
+
+
+async def test_update_thread_of_unknown_thread_is_none_and_does_not_render(store: Store) -> None:
+    render = Renderer("thread.updated")
+
+    assert await store.update_thread(new_id("thread"), {"metadata": {"a": "b"}}, render) is None
+    assert render.calls == []
+
+
+# --- delete_thread -----------------------------------------------------------------------------
+
+
+async def test_delete_thread_keeps_only_a_final_event_after_the_last_seq(store: Store) -> None:
+    thread, messages, _ = await make_thread(store, ("alice", "bob"), ("one", "two"))
+    await post(store, thread.id, "three")  # seq 4
+
+    final = await store.delete_thread(thread.id, ev("thread.deleted", id=thread.id, deleted=True))
+
+    assert final is not None
+    assert (final.thread_id, final.seq, final.type) == (thread.id, 5, "thread.deleted")
+    assert final.data == {"id": thread.id, "deleted": True}
+    assert await store.list_events(thread.id, after=0, limit=100) == [final]
+
+
+async def test_delete_thread_removes_thread_messages_and_actors(store: Store) -> None:
+    thread, messages, _ = await make_thread(store, ("alice", "bob"), ("one", "two"))
+
+    await store.delete_thread(thread.id, ev("thread.deleted"))
+
+    assert await store.get_thread(thread.id) is None
+    assert await store.list_messages(thread.id, limit=100, order="asc") == []
+    assert await store.get_message(thread.id, messages[0].id) is None
+    assert await store.list_actors(thread.id) == []
+
+
+async def test_delete_thread_twice_returns_none_and_writes_nothing(store: Store) -> None:
+    thread, _, _ = await make_thread(store)
+    final = await store.delete_thread(thread.id, ev("thread.deleted"))
+
+    assert await store.delete_thread(thread.id, ev("thread.deleted")) is None
+    assert await store.list_events(thread.id, after=0, limit=100) == [final]
+
+
+async def test_delete_thread_of_unknown_thread_is_none(store: Store) -> None:
+    unknown = new_id("thread")
+
+    assert await store.delete_thread(unknown, ev("thread.deleted")) is None
+    assert await store.list_events(unknown, after=0, limit=100) == []
+
+
+async def test_deleted_thread_refuses_every_mutation_without_writing_events(store: Store) -> None:
+    thread, messages, _ = await make_thread(store, ("alice", "bob"), ("one",))
+    final = await store.delete_thread(thread.id, ev("thread.deleted"))
+    render = Renderer("never")
+
+    assert await store.update_thread(thread.id, {"metadata": {"a": "b"}}, render) is None
+    assert await store.put_actor(actor_rec(thread.id, "carol"), render) is None
+    assert await store.remove_actor(thread.id, "bob", ev("thread.actor.left")) is None
+    assert await store.append_message(message_rec(thread.id), ev("thread.message.created")) is None
+    assert await store.update_message_metadata(thread.id, messages[0].id, {"a": "b"}, render) is None
+    assert await store.delete_message(thread.id, messages[0].id, ev("thread.message.deleted")) is None
+    assert render.calls == []
+    assert await store.list_events(thread.id, after=0, limit=100) == [final]
+    assert await store.list_messages(thread.id, limit=100, order="asc") == []
+    assert await store.list_actors(thread.id) == []
+
+
+# --- list_threads ------------------------------------------------------------------------------
+
+
+async def make_threads(store: Store) -> list[ThreadRecord]:
+    """Five threads created in order: alice is in 0, 1, 3; bob in 1, 2, 4."""
+    members = [("alice",), ("alice", "bob"), ("bob",), ("alice",), ("bob",)]
+    return [(await make_thread(store, m))[0] for m in members]
+
+
+def ids(threads: list[ThreadRecord]) -> list[str]:
+    return [t.id for t in threads]
+
+
+async def test_list_threads_for_an_actor_returns_only_its_threads_by_id(store: Store) -> None:
+    t = await make_threads(store)
+
+    assert ids(await store.list_threads("alice", limit=10, order="asc")) == ids([t[0], t[1], t[3]])
+    assert ids(await store.list_threads("bob", limit=10, order="desc")) == ids([t[4], t[2], t[1]])
+    assert await store.list_threads("nobody", limit=10, order="asc") == []
+
+
+async def test_list_threads_for_all_actors(store: Store) -> None:
+    t = await make_threads(store)
+
+    assert ids(await store.list_threads(None, limit=10, order="asc")) == ids(t)
+    assert ids(await store.list_threads(None, limit=10, order="desc")) == ids(t[::-1])
+
+
+async def test_list_threads_returns_full_records(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice",), ("hi",), metadata={"k": "v"}, tool_resources={"a": {}})
+
+    expected = [replace(thread, last_seq=2)]
+    assert await store.list_threads("alice", limit=10, order="asc") == expected
+    assert await store.list_threads(None, limit=10, order="asc") == expected
+
+
+async def test_list_threads_limit(store: Store) -> None:
+    t = await make_threads(store)
+
+    assert ids(await store.list_threads(None, limit=2, order="asc")) == ids(t[:2])
+    assert ids(await store.list_threads(None, limit=2, order="desc")) == ids([t[4], t[3]])
+    assert ids(await store.list_threads("alice", limit=2, order="asc")) == ids([t[0], t[1]])
+    assert ids(await store.list_threads("bob", limit=1, order="desc")) == ids([t[4]])
+
+
+async def test_list_threads_after_and_before_in_ascending_order(store: Store) -> None:
+    """Ascending: `after` excludes ids <= it, `before` excludes ids >= it."""
+    t = await make_threads(store)
+
+    assert ids(await store.list_threads(None, limit=10, order="asc", after=t[1].id)) == ids(t[2:])
+    assert ids(await store.list_threads(None, limit=10, order="asc", before=t[3].id)) == ids(t[:3])
+    assert ids(await store.list_threads(None, limit=10, order="asc", after=t[0].id, before=t[4].id)) == ids(t[1:4])
+    assert ids(await store.list_threads(None, limit=2, order="asc", after=t[0].id, before=t[4].id)) == ids(t[1:3])
+    assert ids(await store.list_threads("alice", limit=10, order="asc", after=t[0].id)) == ids([t[1], t[3]])
+    assert ids(await store.list_threads("bob", limit=10, order="asc", before=t[4].id)) == ids([t[1], t[2]])
+
+
+async def test_list_threads_after_and_before_in_descending_order(store: Store) -> None:
+    """Descending: `after` is a cursor from the newest end (ids < it), `before` keeps ids > it."""
+    t = await make_threads(store)
+
+    assert ids(await store.list_threads(None, limit=10, order="desc", after=t[3].id)) == ids(t[2::-1])
+    assert ids(await store.list_threads(None, limit=10, order="desc", before=t[1].id)) == ids(t[:1:-1])
+    assert ids(await store.list_threads(None, limit=10, order="desc", after=t[4].id, before=t[0].id)) == ids(t[3:0:-1])
+    assert ids(await store.list_threads(None, limit=2, order="desc", after=t[4].id, before=t[0].id)) == ids(
+        [t[3], t[2]]
+    )
+    assert ids(await store.list_threads("alice", limit=10, order="desc", after=t[3].id)) == ids([t[1], t[0]])
+    assert ids(await store.list_threads("bob", limit=10, order="desc", before=t[1].id)) == ids([t[4], t[2]])
+
+
+async def test_list_threads_pages_through_everything_with_after(store: Store) -> None:
+    t = await make_threads(store)
+    for order, expected in (("asc", t), ("desc", t[::-1])):
+        seen: list[ThreadRecord] = []
+        cursor: str | None = None
+        while page := await store.list_threads(None, limit=2, order=order, after=cursor):  # type: ignore[arg-type]
+            seen += page
+            cursor = page[-1].id
+        assert ids(seen) == ids(expected)
+
+
+async def test_list_threads_excludes_deleted_threads(store: Store) -> None:
+    t = await make_threads(store)
+
+    await store.delete_thread(t[1].id, ev("thread.deleted"))
+
+    assert ids(await store.list_threads(None, limit=10, order="asc")) == ids([t[0], t[2], t[3], t[4]])
+    assert ids(await store.list_threads("alice", limit=10, order="asc")) == ids([t[0], t[3]])
+    assert ids(await store.list_threads("bob", limit=10, order="desc")) == ids([t[4], t[2]])
+
+
+async def test_list_threads_follows_membership_changes(store: Store) -> None:
+    t = await make_threads(store)
+
+    await store.remove_actor(t[1].id, "alice", ev("thread.actor.left"))
+    await store.put_actor(actor_rec(t[2].id, "alice"), Renderer("thread.actor.joined"))
+
+    assert ids(await store.list_threads("alice", limit=10, order="asc")) == ids([t[0], t[2], t[3]])
+
+
+# --- put_actor / remove_actor ------------------------------------------------------------------
+
+
+async def test_put_actor_appends_a_new_member_and_renders_joined(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice", "bob"))
+    carol = actor_rec(thread.id, "carol", capabilities=[{"type": "x"}], client_id="cli")
+    render = Renderer("thread.actor.joined")
+
+    result = await store.put_actor(carol, render)
+
+    assert render.calls == [(carol, True)]
+    assert result is not None
+    stored, event = result
+    assert stored == carol
+    assert (event.thread_id, event.seq, event.type) == (thread.id, 2, "thread.actor.joined")
+    assert [a.id for a in await store.list_actors(thread.id)] == ["alice", "bob", "carol"]
+    assert (await store.list_actors(thread.id))[-1] == carol
+    assert await store.list_events(thread.id, after=1, limit=10) == [event]
+
+
+async def test_put_actor_updates_an_existing_member_in_place(store: Store) -> None:
+    """Capabilities and client_id are replaced; joined_at and position are kept; render gets joined=False."""
+    thread, _, _ = await make_thread(store, ("alice", "bob", "carol"))
+    alice, bob, carol = await store.list_actors(thread.id)
+    change = actor_rec(
+        thread.id, "bob", capabilities=[{"type": "new"}], client_id="cli_new", joined_at=bob.joined_at + 99
+    )
+    render = Renderer("thread.actor.updated")
+
+    result = await store.put_actor(change, render)
+
+    expected = replace(change, joined_at=bob.joined_at)
+    assert render.calls == [(expected, False)]
+    assert result is not None
+    stored, event = result
+    assert stored == expected
+    assert (event.thread_id, event.seq, event.type) == (thread.id, 2, "thread.actor.updated")
+    assert await store.list_actors(thread.id) == [alice, expected, carol]
+
+
+async def test_put_actor_can_clear_client_id_and_capabilities(store: Store) -> None:
+    thread = thread_rec()
+    await store.create_thread(
+        thread, [actor_rec(thread.id, "alice", client_id="cli", capabilities=[{"type": "x"}])], ev("thread.created"), []
+    )
+
+    await store.put_actor(actor_rec(thread.id, "alice"), Renderer("thread.actor.updated"))
+
+    [alice] = await store.list_actors(thread.id)
+    assert (alice.client_id, alice.capabilities) == (None, [])
+
+
+async def test_put_actor_on_unknown_thread_is_none_and_does_not_render(store: Store) -> None:
+    unknown = new_id("thread")
+    render = Renderer("thread.actor.joined")
+
+    assert await store.put_actor(actor_rec(unknown, "alice"), render) is None
+    assert render.calls == []
+    assert await store.list_actors(unknown) == []
+
+
+async def test_an_actor_that_rejoins_goes_last(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice", "bob", "carol"))
+
+    await store.remove_actor(thread.id, "alice", ev("thread.actor.left"))
+    await store.put_actor(actor_rec(thread.id, "alice"), Renderer("thread.actor.joined"))
+
+    assert [a.id for a in await store.list_actors(thread.id)] == ["bob", "carol", "alice"]
+
+
+async def test_remove_actor_removes_a_member_under_the_next_seq(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ("hi",))
+
+    event = await store.remove_actor(thread.id, "bob", ev("thread.actor.left", id="bob"))
+
+    assert event is not None
+    assert (event.thread_id, event.seq, event.type, event.data) == (thread.id, 3, "thread.actor.left", {"id": "bob"})
+    assert [a.id for a in await store.list_actors(thread.id)] == ["alice"]
+    assert await store.list_events(thread.id, after=2, limit=10) == [event]
+
+
+async def test_remove_actor_of_a_non_member_is_none_and_writes_no_event(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice", "bob"))
+
+    assert await store.remove_actor(thread.id, "carol", ev("thread.actor.left")) is None
+    assert await seqs(store, thread.id) == [1]
+    assert (await store.get_thread(thread.id)).last_seq == 1  # type: ignore[union-attr]
+    assert [a.id for a in await store.list_actors(thread.id)] == ["alice", "bob"]
+
+
+async def test_remove_actor_twice_is_none_the_second_time(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice", "bob"))
+
+    assert await store.remove_actor(thread.id, "bob", ev("thread.actor.left")) is not None
+    assert await store.remove_actor(thread.id, "bob", ev("thread.actor.left")) is None
+    assert await seqs(store, thread.id) == [1, 2]
+
+
+async def test_remove_actor_on_unknown_thread_is_none(store: Store) -> None:
+    assert await store.remove_actor(new_id("thread"), "alice", ev("thread.actor.left")) is None
+
+
+async def test_removing_the_member_of_one_thread_leaves_other_threads_alone(store: Store) -> None:
+    first, _, _ = await make_thread(store, ("alice", "bob"))
+    second, _, _ = await make_thread(store, ("alice", "bob"))
+
+    await store.remove_actor(first.id, "bob", ev("thread.actor.left"))
+
+    assert [a.id for a in await store.list_actors(second.id)] == ["alice", "bob"]
+
+
+# --- append_message / get_message --------------------------------------------------------------
+
+
+async def test_append_message_takes_the_next_seq_and_sets_it_on_the_message(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice",), ("one",))
+    message = message_rec(
+        thread.id,
+        "two",
+        actor="bob",
+        role="assistant",
+        attachments=[{"file_id": "f1", "tools": [{"type": "file_search"}]}],
+        metadata={"k": "v"},
+        aitp=[{"type": "aitp.decision", "data": {"options": [1, 2]}}],
+    )
+    new_event = message_created(message)
+
+    event = await store.append_message(message, new_event)
+
+    assert event == EventRecord(
+        thread_id=thread.id, seq=3, type=new_event.type, created_at=new_event.created_at, data=new_event.data
+    )
+    assert message.seq == 3
+    assert await store.get_message(thread.id, message.id) == message
+    assert (await store.get_thread(thread.id)).last_seq == 3  # type: ignore[union-attr]
+    assert await store.list_events(thread.id, after=2, limit=10) == [event]
+
+
+async def test_append_message_to_unknown_thread_is_none_and_writes_nothing(store: Store) -> None:
+    unknown = new_id("thread")
+    message = message_rec(unknown)
+
+    assert await store.append_message(message, message_created(message)) is None
+    assert await store.get_message(unknown, message.id) is None
+    assert await store.list_events(unknown, after=0, limit=10) == []
+
+
+async def test_append_message_to_deleted_thread_is_none_and_writes_nothing(store: Store) -> None:
+    thread, _, _ = await make_thread(store)
+    final = await store.delete_thread(thread.id, ev("thread.deleted"))
+    message = message_rec(thread.id)
+
+    assert await store.append_message(message, message_created(message)) is None
+    assert await store.get_message(thread.id, message.id) is None
+    assert await store.list_events(thread.id, after=0, limit=10) == [final]
+
+
+async def test_get_message_only_within_its_own_thread(store: Store) -> None:
+    first, [message], _ = await make_thread(store, ("alice",), ("hi",))
+    second, _, _ = await make_thread(store, ("alice",), ("other",))
+
+    assert await store.get_message(first.id, message.id) == message
+    assert await store.get_message(second.id, message.id) is None
+    assert await store.get_message(new_id("thread"), message.id) is None
+
+
+async def test_get_message_of_unknown_id_is_none(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice",), ("hi",))
+
+    assert await store.get_message(thread.id, new_id("msg")) is None
+
+
+# --- list_messages -----------------------------------------------------------------------------
+
+
+async def thread_with_gapped_messages(store: Store) -> tuple[ThreadRecord, list[MessageRecord]]:
+    """Messages m0..m4 at seqs 2, 3, 5, 6, 8 (non-message events fill the gaps)."""
+    thread, messages, _ = await make_thread(store, ("alice", "bob"), ("m0", "m1"))
+    await store.update_thread(thread.id, {"metadata": {"x": "1"}}, Renderer("thread.updated"))  # 4
+    messages.append(await post(store, thread.id, "m2"))  # 5
+    messages.append(await post(store, thread.id, "m3", actor="bob"))  # 6
+    await store.put_actor(actor_rec(thread.id, "carol"), Renderer("thread.actor.joined"))  # 7
+    messages.append(await post(store, thread.id, "m4"))  # 8
+    assert [m.seq for m in messages] == [2, 3, 5, 6, 8]
+    return thread, messages
+
+
+async def test_list_messages_in_both_orders(store: Store) -> None:
+    thread, messages = await thread_with_gapped_messages(store)
+
+    assert await store.list_messages(thread.id, limit=100, order="asc") == messages
+    assert await store.list_messages(thread.id, limit=100, order="desc") == messages[::-1]
+
+
+async def test_list_messages_limit(store: Store) -> None:
+    thread, _ = await thread_with_gapped_messages(store)
+
+    assert await texts_of(store, thread.id, limit=2, order="asc") == ["m0", "m1"]
+    assert await texts_of(store, thread.id, limit=2, order="desc") == ["m4", "m3"]
+    assert await texts_of(store, thread.id, limit=1, order="asc", after_seq=3) == ["m2"]
+
+
+async def test_list_messages_bounds_in_ascending_order(store: Store) -> None:
+    """Ascending: `after_seq` keeps seq > it, `before_seq` keeps seq < it."""
+    thread, _ = await thread_with_gapped_messages(store)
+
+    assert await texts_of(store, thread.id, after_seq=3) == ["m2", "m3", "m4"]
+    assert await texts_of(store, thread.id, after_seq=4) == ["m2", "m3", "m4"]
+    assert await texts_of(store, thread.id, before_seq=5) == ["m0", "m1"]
+    assert await texts_of(store, thread.id, after_seq=2, before_seq=8) == ["m1", "m2", "m3"]
+    assert await texts_of(store, thread.id, after_seq=8) == []
+    assert await texts_of(store, thread.id, before_seq=2) == []
+
+
+async def test_list_messages_bounds_in_descending_order(store: Store) -> None:
+    """Descending: `after_seq` is a cursor from the newest end (seq < it), `before_seq` keeps seq > it."""
+    thread, _ = await thread_with_gapped_messages(store)
+
+    assert await texts_of(store, thread.id, order="desc", after_seq=6) == ["m2", "m1", "m0"]
+    assert await texts_of(store, thread.id, order="desc", before_seq=3) == ["m4", "m3", "m2"]
+    assert await texts_of(store, thread.id, order="desc", after_seq=8, before_seq=2) == ["m3", "m2", "m1"]
+    assert await texts_of(store, thread.id, order="desc", after_seq=8, before_seq=2, limit=2) == ["m3", "m2"]
+    assert await texts_of(store, thread.id, order="desc", after_seq=2) == []
+
+
+async def test_list_messages_only_lists_the_given_thread(store: Store) -> None:
+    first, _, _ = await make_thread(store, ("alice",), ("a1", "a2"))
+    second, _, _ = await make_thread(store, ("alice",), ("b1",))
+
+    assert await texts_of(store, first.id) == ["a1", "a2"]
+    assert await texts_of(store, second.id) == ["b1"]
+    assert await texts_of(store, new_id("thread")) == []
+
+
+# --- update_message_metadata / delete_message --------------------------------------------------
+
+
+async def test_update_message_metadata_renders_the_updated_message(store: Store) -> None:
+    thread, [message], _ = await make_thread(store, ("alice",), ("hi",))
+    render = Renderer("thread.message.updated")
+
+    result = await store.update_message_metadata(thread.id, message.id, {"tag": "urgent"}, render)
+
+    expected = replace(message, metadata={"tag": "urgent"})
+    assert render.calls == [(expected,)]
+    assert result is not None
+    updated, event = result
+    assert updated == expected
+    assert (event.thread_id, event.seq, event.type) == (thread.id, 3, "thread.message.updated")
+    assert await store.get_message(thread.id, message.id) == expected
+    assert await store.list_events(thread.id, after=2, limit=10) == [event]
+
+
+async def test_update_message_metadata_replaces_the_whole_map(store: Store) -> None:
+    thread = thread_rec()
+    message = message_rec(thread.id, metadata={"a": "1", "b": "2"})
+    await store.create_thread(
+        thread, [actor_rec(thread.id, "alice")], ev("thread.created"), [(message, message_created(message))]
+    )
+
+    await store.update_message_metadata(thread.id, message.id, {"c": "3"}, Renderer("u"))
+
+    assert (await store.get_message(thread.id, message.id)).metadata == {"c": "3"}  # type: ignore[union-attr]
+
+
+async def test_update_message_metadata_of_unknown_message_is_none_and_writes_nothing(store: Store) -> None:
+    thread, [message], _ = await make_thread(store, ("alice",), ("hi",))
+    other, _, _ = await make_thread(store)
+    render = Renderer("thread.message.updated")
+
+    assert await store.update_message_metadata(thread.id, new_id("msg"), {"a": "b"}, render) is None
+    assert await store.update_message_metadata(other.id, message.id, {"a": "b"}, render) is None
+    assert await store.update_message_metadata(new_id("thread"), message.id, {"a": "b"}, render) is None
+    assert render.calls == []
+    assert await seqs(store, thread.id) == [1, 2]
+    assert await seqs(store, other.id) == [1]
+    assert await store.get_message(thread.id, message.id) == message
+
+
+async def test_delete_message_removes_it_under_the_next_seq(store: Store) -> None:
+    thread, [first, second], _ = await make_thread(store, ("alice",), ("one", "two"))
+
+    event = await store.delete_message(thread.id, first.id, ev("thread.message.deleted", id=first.id))
+
+    assert event is not None
+    assert (event.thread_id, event.seq, event.type, event.data) == (
+        thread.id,
+        4,
+        "thread.message.deleted",
+        {"id": first.id},
+    )
+    assert await store.get_message(thread.id, first.id) is None
+    assert await store.list_messages(thread.id, limit=10, order="asc") == [second]
+    assert await store.list_events(thread.id, after=3, limit=10) == [event]
+
+
+async def test_delete_message_of_unknown_message_is_none_and_writes_nothing(store: Store) -> None:
+    thread, [message], _ = await make_thread(store, ("alice",), ("hi",))
+    other, _, _ = await make_thread(store)
+
+    assert await store.delete_message(thread.id, new_id("msg"), ev("thread.message.deleted")) is None
+    assert await store.delete_message(other.id, message.id, ev("thread.message.deleted")) is None
+    assert await seqs(store, thread.id) == [1, 2]
+    assert await seqs(store, other.id) == [1]
+    assert await store.get_message(thread.id, message.id) == message
+
+
+async def test_delete_message_twice_is_none_the_second_time(store: Store) -> None:
+    thread, [message], _ = await make_thread(store, ("alice",), ("hi",))
+
+    assert await store.delete_message(thread.id, message.id, ev("thread.message.deleted")) is not None
+    assert await store.delete_message(thread.id, message.id, ev("thread.message.deleted")) is None
+    assert await seqs(store, thread.id) == [1, 2, 3]
+
+
+async def test_a_deleted_messages_seq_is_never_reused(store: Store) -> None:
+    thread, [message], _ = await make_thread(store, ("alice",), ("hi",))
+    await store.delete_message(thread.id, message.id, ev("thread.message.deleted"))  # 3
+
+    again = await post(store, thread.id, "again")
+
+    assert again.seq == 4
+
+
+# --- list_events -------------------------------------------------------------------------------
+
+
+async def test_list_events_after_and_limit(store: Store) -> None:
+    thread, _, events = await make_thread(store, ("alice",), ("a", "b", "c", "d"))
+
+    assert await store.list_events(thread.id, after=0, limit=100) == events
+    assert await store.list_events(thread.id, after=2, limit=100) == events[2:]
+    assert await store.list_events(thread.id, after=1, limit=2) == events[1:3]
+    assert await store.list_events(thread.id, after=0, limit=1) == events[:1]
+    assert await store.list_events(thread.id, after=5, limit=100) == []
+    assert await store.list_events(thread.id, after=99, limit=100) == []
+
+
+async def test_list_events_only_lists_the_given_thread(store: Store) -> None:
+    first, _, _ = await make_thread(store, ("alice",), ("a", "b"))
+    second, _, _ = await make_thread(store, ("alice",), ("c",))
+
+    assert {e.thread_id for e in await store.list_events(first.id, after=0, limit=100)} == {first.id}
+    assert await seqs(store, first.id) == [1, 2, 3]
+    assert await seqs(store, second.id) == [1, 2]
+    assert await store.list_events(new_id("thread"), after=0, limit=100) == []
+
+
+async def test_list_events_round_trips_event_data(store: Store) -> None:
+    thread, _, _ = await make_thread(store)
+    data = {
+        "s": "é ✓",
+        "n": 3,
+        "f": 2.5,
+        "b": False,
+        "none": None,
+        "list": [1, "two", {"three": [3]}],
+        "obj": {"a": {}},
+    }
+    new_event = NewEvent("custom", data, tick())
+
+    await store.put_actor(actor_rec(thread.id, "bob"), lambda actor, joined: new_event)
+
+    [event] = await store.list_events(thread.id, after=1, limit=10)
+    assert event == EventRecord(thread_id=thread.id, seq=2, type="custom", created_at=new_event.created_at, data=data)
+
+
+async def test_events_stay_contiguous_across_mixed_mutations(store: Store) -> None:
+    thread, [m0], _ = await make_thread(store, ("alice", "bob"), ("m0",))  # 1, 2
+    await store.update_thread(thread.id, {"metadata": {"a": "1"}}, Renderer("thread.updated"))  # 3
+    await store.put_actor(actor_rec(thread.id, "carol"), Renderer("thread.actor.joined"))  # 4
+    await store.put_actor(actor_rec(thread.id, "carol", client_id="c"), Renderer("thread.actor.updated"))  # 5
+    m1 = await post(store, thread.id, "m1")  # 6
+    await store.update_message_metadata(thread.id, m1.id, {"x": "y"}, Renderer("thread.message.updated"))  # 7
+    await store.delete_message(thread.id, m0.id, ev("thread.message.deleted"))  # 8
+    await store.remove_actor(thread.id, "bob", ev("thread.actor.left"))  # 9
+    # refused mutations write nothing
+    await store.remove_actor(thread.id, "bob", ev("never"))
+    await store.delete_message(thread.id, m0.id, ev("never"))
+    await store.update_message_metadata(thread.id, m0.id, {}, Renderer("never"))
+    await post(store, thread.id, "m2")  # 10
+
+    events = await store.list_events(thread.id, after=0, limit=100)
+
+    assert [e.seq for e in events] == list(range(1, 11))
+    assert [e.type for e in events] == [
+        "thread.created",
+        "thread.message.created",
+        "thread.updated",
+        "thread.actor.joined",
+        "thread.actor.updated",
+        "thread.message.created",
+        "thread.message.updated",
+        "thread.message.deleted",
+        "thread.actor.left",
+        "thread.message.created",
+    ]
+    assert (await store.get_thread(thread.id)).last_seq == 10  # type: ignore[union-attr]
+
+
+# --- keys --------------------------------------------------------------------------------------
+
+
+async def test_create_key_then_find_it_by_hash(store: Store) -> None:
+    key = key_rec("shop.near", scopes=["threads:read", "threads:write"])
+
+    await store.create_key(key)
+
+    assert await store.find_key(key.hash) == key
+    assert await store.find_key("hash-unknown") is None
+
+
+async def test_list_keys_returns_every_key_in_id_order(store: Store) -> None:
+    assert await store.list_keys() == []
+    keys = [key_rec("a"), key_rec("b", admin=True), key_rec("c", scopes=["x"])]
+    for key in reversed(keys):
+        await store.create_key(key)
+
+    assert await store.list_keys() == keys
+
+
+async def test_delete_key_is_true_once_then_false(store: Store) -> None:
+    keep, drop = key_rec("a"), key_rec("b")
+    await store.create_key(keep)
+    await store.create_key(drop)
+
+    assert await store.delete_key(drop.id) is True
+    assert await store.delete_key(drop.id) is False
+    assert await store.delete_key(new_id("key")) is False
+    assert await store.find_key(drop.hash) is None
+    assert await store.list_keys() == [keep]
+
+
+async def test_has_admin_key_only_while_an_admin_key_exists(store: Store) -> None:
+    assert await store.has_admin_key() is False
+    await store.create_key(key_rec("user"))
+    assert await store.has_admin_key() is False
+
+    admin = key_rec("root", admin=True)
+    await store.create_key(admin)
+    assert await store.has_admin_key() is True
+    assert (await store.find_key(admin.hash)).admin is True  # type: ignore[union-attr]
+
+    await store.delete_key(admin.id)
+    assert await store.has_admin_key() is False
+
+
+# --- persistence -------------------------------------------------------------------------------
+
+
+async def test_everything_survives_closing_and_reopening_the_store(store: Store, backend: Any) -> None:
+    """Close the store, open a new one from the same URL: threads, tombstones, events and keys are all there."""
+    thread, messages, _ = await make_thread(
+        store, ("alice", "bob"), ("one", "two"), metadata={"k": "v"}, tool_resources={"a": {"b": [1]}}
+    )
+    messages.append(await post(store, thread.id, "three", actor="bob"))
+    await store.update_thread(thread.id, {"metadata": {"k": "w"}}, Renderer("thread.updated"))
+    gone, _, _ = await make_thread(store, ("alice",), ("bye",))
+    await store.delete_thread(gone.id, ev("thread.deleted"))
+    key = key_rec("alice", admin=True, scopes=["s"])
+    await store.create_key(key)
+    before = (
+        await store.get_thread(thread.id),
+        await store.list_actors(thread.id),
+        await store.list_messages(thread.id, limit=100, order="asc"),
+        await store.list_events(thread.id, after=0, limit=100),
+        await store.list_events(gone.id, after=0, limit=100),
+        await store.list_threads(None, limit=100, order="asc"),
+        await store.list_keys(),
+    )
+    await store.close()
+
+    reopened = open_store(backend.url)
+    await reopened.open()
+    try:
+        after = (
+            await reopened.get_thread(thread.id),
+            await reopened.list_actors(thread.id),
+            await reopened.list_messages(thread.id, limit=100, order="asc"),
+            await reopened.list_events(thread.id, after=0, limit=100),
+            await reopened.list_events(gone.id, after=0, limit=100),
+            await reopened.list_threads(None, limit=100, order="asc"),
+            await reopened.list_keys(),
+        )
+        assert after == before
+        assert before[0] == replace(thread, metadata={"k": "w"}, last_seq=5)
+        assert before[2] == messages
+        assert await reopened.get_thread(gone.id) is None
+        assert await reopened.find_key(key.hash) == key
+        assert await reopened.has_admin_key() is True
+        # and the seq carries on where it stopped
+        assert (await reopened.append_message(message_rec(thread.id), ev("thread.message.created"))).seq == 6  # type: ignore[union-attr]
+    finally:
+        await reopened.close()
+
+
+# --- concurrency -------------------------------------------------------------------------------
+
+
+async def test_concurrent_appends_to_one_thread_get_distinct_contiguous_seqs(store: Store, xfail_on_nx: Any) -> None:
+    """30 appends racing on one thread: none is lost and seqs 2..31 are each used exactly once."""
+    xfail_on_nx("concurrent transactions fail with 'no such savepoint'")
+    thread, _, _ = await make_thread(store)
+    messages = [message_rec(thread.id, f"m{i}") for i in range(30)]
+
+    events = await asyncio.gather(*(store.append_message(m, message_created(m)) for m in messages))
+
+    assert all(e is not None for e in events)
+    assert sorted(e.seq for e in events) == list(range(2, 32))  # type: ignore[union-attr]
+    assert sorted(m.seq for m in messages) == list(range(2, 32))
+    assert all(m.seq == e.seq for m, e in zip(messages, events, strict=True))  # type: ignore[union-attr]
+    assert await seqs(store, thread.id) == list(range(1, 32))
+    stored = await store.list_messages(thread.id, limit=100, order="asc")
+    assert sorted(m.id for m in stored) == sorted(m.id for m in messages)
+    assert [m.seq for m in stored] == list(range(2, 32))
+    assert (await store.get_thread(thread.id)).last_seq == 31  # type: ignore[union-attr]

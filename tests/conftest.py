@@ -164,7 +164,9 @@ def start_server(store_url: str, log: Path, env: dict[str, str] | None = None, t
     handle = log.open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "aitp.cli", "serve", "--port", str(port)],
-        stdout=handle, stderr=subprocess.STDOUT, env=full_env,
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        env=full_env,
     )
     server = ServerProcess(process, port, log)
     deadline = time.monotonic() + timeout

@@ -66,7 +66,12 @@ async def test_actor_ids_with_slashes_work_in_paths(api: API) -> None:
 async def test_actor_input_is_validated(api: API) -> None:
     root = await api.actor("root.near")
     thread_id = (await root.post("/threads", json={})).json()["id"]
-    cases = [({}, "id"), ({"id": ""}, "id"), ({"id": "a", "capabilities": [1]}, "capabilities[0]"), ({"id": "a", "x": 1}, "x")]
+    cases = [
+        ({}, "id"),
+        ({"id": ""}, "id"),
+        ({"id": "a", "capabilities": [1]}, "capabilities[0]"),
+        ({"id": "a", "x": 1}, "x"),
+    ]
     for body, param in cases:
         response = await root.post(f"/threads/{thread_id}/actors", json=body)
         assert response.status_code == 400, body

@@ -8,11 +8,24 @@ import pytest
 from tests.conftest import API
 
 ROUTES = [
-    ("GET", "/threads"), ("POST", "/threads"), ("POST", "/thread"), ("GET", "/threads/t"), ("POST", "/threads/t"),
-    ("DELETE", "/threads/t"), ("GET", "/threads/t/messages"), ("POST", "/threads/t/messages"),
-    ("GET", "/threads/t/messages/m"), ("POST", "/threads/t/messages/m"), ("DELETE", "/threads/t/messages/m"),
-    ("GET", "/threads/t/actors"), ("POST", "/threads/t/actors"), ("DELETE", "/threads/t/actors/a"),
-    ("GET", "/threads/t/events"), ("GET", "/keys"), ("POST", "/keys"), ("DELETE", "/keys/k"),
+    ("GET", "/threads"),
+    ("POST", "/threads"),
+    ("POST", "/thread"),
+    ("GET", "/threads/t"),
+    ("POST", "/threads/t"),
+    ("DELETE", "/threads/t"),
+    ("GET", "/threads/t/messages"),
+    ("POST", "/threads/t/messages"),
+    ("GET", "/threads/t/messages/m"),
+    ("POST", "/threads/t/messages/m"),
+    ("DELETE", "/threads/t/messages/m"),
+    ("GET", "/threads/t/actors"),
+    ("POST", "/threads/t/actors"),
+    ("DELETE", "/threads/t/actors/a"),
+    ("GET", "/threads/t/events"),
+    ("GET", "/keys"),
+    ("POST", "/keys"),
+    ("DELETE", "/keys/k"),
 ]
 
 
@@ -78,12 +91,15 @@ async def test_non_members_get_404_on_every_thread_route(api: API) -> None:
     thread_id = (await owner.post("/threads", json={"messages": ["secret"]})).json()["id"]
     message_id = (await owner.get(f"/threads/{thread_id}/messages")).json()["data"][0]["id"]
     probes = [
-        ("GET", f"/threads/{thread_id}", None), ("POST", f"/threads/{thread_id}", {}),
-        ("DELETE", f"/threads/{thread_id}", None), ("GET", f"/threads/{thread_id}/messages", None),
+        ("GET", f"/threads/{thread_id}", None),
+        ("POST", f"/threads/{thread_id}", {}),
+        ("DELETE", f"/threads/{thread_id}", None),
+        ("GET", f"/threads/{thread_id}/messages", None),
         ("POST", f"/threads/{thread_id}/messages", {"content": "x"}),
         ("GET", f"/threads/{thread_id}/messages/{message_id}", None),
         ("DELETE", f"/threads/{thread_id}/messages/{message_id}", None),
-        ("GET", f"/threads/{thread_id}/actors", None), ("POST", f"/threads/{thread_id}/actors", {"id": "prober.near"}),
+        ("GET", f"/threads/{thread_id}/actors", None),
+        ("POST", f"/threads/{thread_id}/actors", {"id": "prober.near"}),
         ("GET", f"/threads/{thread_id}/events", None),
     ]
     missing = (await prober.get("/threads/thread_doesnotexist")).json()

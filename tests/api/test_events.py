@@ -20,8 +20,14 @@ async def test_mixed_mutations_produce_a_contiguous_ordered_log(api: API) -> Non
 
     log = (await root.get(f"/threads/{tid}/events")).json()
     assert [e["type"] for e in log["data"]] == [
-        "thread.created", "thread.message.created", "thread.actor.joined", "thread.message.created",
-        "thread.message.updated", "thread.updated", "thread.actor.updated", "thread.message.deleted",
+        "thread.created",
+        "thread.message.created",
+        "thread.actor.joined",
+        "thread.message.created",
+        "thread.message.updated",
+        "thread.updated",
+        "thread.actor.updated",
+        "thread.message.deleted",
         "thread.actor.left",
     ]
     assert [e["seq"] for e in log["data"]] == list(range(1, 10))

@@ -37,12 +37,12 @@ async def test_content_as_string_list_of_strings_and_parts(api: API) -> None:
     root, _, thread_id = await _thread(api)
     bodies = [
         "plain",
-        ["first", "{\"not\": \"a capability\"}"],
+        ["first", '{"not": "a capability"}'],
         [{"type": "text", "text": "part"}, {"type": "image_url", "image_url": {"url": "https://x/y.png"}}],
     ]
     parts = [(await root.post(f"/threads/{thread_id}/messages", json={"content": c})).json()["content"] for c in bodies]
     assert parts[0] == [{"type": "text", "text": {"value": "plain", "annotations": []}}]
-    assert [p["text"]["value"] for p in parts[1]] == ["first", "{\"not\": \"a capability\"}"]
+    assert [p["text"]["value"] for p in parts[1]] == ["first", '{"not": "a capability"}']
     assert parts[2] == [
         {"type": "text", "text": {"value": "part", "annotations": []}},
         {"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "auto"}},
@@ -86,7 +86,9 @@ async def test_a_contradicting_role_is_refused(api: API) -> None:
 
 async def test_impersonation_is_refused_but_own_actor_is_fine(api: API) -> None:
     root, shop, thread_id = await _thread(api)
-    refused = await shop.post(f"/threads/{thread_id}/messages", json={"content": "x", "metadata": {"actor": "root.near"}})
+    refused = await shop.post(
+        f"/threads/{thread_id}/messages", json={"content": "x", "metadata": {"actor": "root.near"}}
+    )
     assert refused.status_code == 403
     assert refused.json()["error"]["param"] == "metadata.actor"
     assert refused.json()["error"]["code"] == "actor_impersonation"
@@ -96,10 +98,14 @@ async def test_impersonation_is_refused_but_own_actor_is_fine(api: API) -> None:
 
 async def test_admin_may_write_as_a_member_but_not_as_a_stranger(api: API) -> None:
     _, _, thread_id = await _thread(api)
-    as_shop = await api.admin.post(f"/threads/{thread_id}/messages", json={"content": "x", "metadata": {"actor": "shop.near"}})
+    as_shop = await api.admin.post(
+        f"/threads/{thread_id}/messages", json={"content": "x", "metadata": {"actor": "shop.near"}}
+    )
     assert as_shop.status_code == 200, as_shop.text
     assert as_shop.json()["role"] == "assistant"
-    stranger = await api.admin.post(f"/threads/{thread_id}/messages", json={"content": "x", "metadata": {"actor": "nobody"}})
+    stranger = await api.admin.post(
+        f"/threads/{thread_id}/messages", json={"content": "x", "metadata": {"actor": "nobody"}}
+    )
     assert stranger.status_code == 400
     assert stranger.json()["error"]["code"] == "actor_not_member"
 
@@ -126,10 +132,13 @@ async def test_listing_pages_by_sequence_in_both_orders(api: API) -> None:
     assert await walk("desc") == [ids[6:3:-1], ids[3:0:-1], ids[0:1]]
     default = (await root.get(f"/threads/{thread_id}/messages")).json()
     assert [m["id"] for m in default["data"]] == list(reversed(ids))  # desc, limit 20
-    before = (await root.get(f"/threads/{thread_id}/messages", params={"order": "asc", "before": ids[5], "limit": 2})).json()
+    before = (
+        await root.get(f"/threads/{thread_id}/messages", params={"order": "asc", "before": ids[5], "limit": 2})
+    ).json()
     assert [m["id"] for m in before["data"]] == ids[3:5] and before["has_more"] is True
-    between = (await root.get(f"/threads/{thread_id}/messages",
-                              params={"order": "asc", "after": ids[1], "before": ids[5]})).json()
+    between = (
+        await root.get(f"/threads/{thread_id}/messages", params={"order": "asc", "after": ids[1], "before": ids[5]})
+    ).json()
     assert [m["id"] for m in between["data"]] == ids[2:5]
 
 
@@ -138,7 +147,9 @@ async def test_list_parameters_are_checked(api: API) -> None:
     other = (await root.post("/threads", json={"messages": ["elsewhere"]})).json()["id"]
     foreign = (await root.get(f"/threads/{other}/messages")).json()["data"][0]["id"]
     cases = [
-        ({"limit": 0}, "limit"), ({"limit": 101}, "limit"), ({"limit": "x"}, "limit"),
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"limit": "x"}, "limit"),
         ({"order": "sideways"}, "order"),
     ]
     for params, param in cases:

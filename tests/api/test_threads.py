@@ -22,7 +22,8 @@ async def test_created_thread_is_an_openai_thread_with_aitp_actors(api: API) -> 
     assert thread["parent_id"] is None
     # The creating actor is added (first) and is the thread's `user`.
     assert [(a["id"], a["role"]) for a in thread["actors"]] == [
-        ("user-agent.near", "user"), ("travel-agent.near", "assistant")
+        ("user-agent.near", "user"),
+        ("travel-agent.near", "assistant"),
     ]
     # Metadata values are all strings so typed OpenAI clients parse them; actors are JSON-encoded.
     assert all(isinstance(v, str) for v in thread["metadata"].values())
@@ -61,7 +62,9 @@ async def test_three_capability_declaration_shapes_are_stored_normalised(api: AP
     response = await root.post("/threads", json={"actors": [{"id": "root.near", "capabilities": declared}]})
     assert response.status_code == 200, response.text
     assert response.json()["actors"][0]["capabilities"] == [
-        {"schema": PAYMENTS}, {"schema": DECISIONS}, {"schema": "https://aitp.dev/v1/data/schema.json"}
+        {"schema": PAYMENTS},
+        {"schema": DECISIONS},
+        {"schema": "https://aitp.dev/v1/data/schema.json"},
     ]
     fetched = await root.get(f"/threads/{response.json()['id']}")
     assert fetched.json()["actors"][0]["capabilities"] == response.json()["actors"][0]["capabilities"]
@@ -81,9 +84,14 @@ async def test_bad_capability_declarations_name_the_field(api: API) -> None:
         ({"actors": [{"id": "a", "capabilities": [42]}]}, "actors[0].capabilities[0]"),
         ({"actors": [{"id": "a", "capabilities": [{"url": "x"}]}]}, "actors[0].capabilities[0]"),
         ({"actors": [{"id": "a", "capabilities": [{"schema": ""}]}]}, "actors[0].capabilities[0].schema"),
-        ({"actors": [{"id": "a", "capabilities": [{"capability": "x", "versions": "~~1"}]}]},
-         "actors[0].capabilities[0].versions"),
-        ({"metadata": {"actors": json.dumps([{"id": "a", "capabilities": [7]}])}}, "metadata.actors[0].capabilities[0]"),
+        (
+            {"actors": [{"id": "a", "capabilities": [{"capability": "x", "versions": "~~1"}]}]},
+            "actors[0].capabilities[0].versions",
+        ),
+        (
+            {"metadata": {"actors": json.dumps([{"id": "a", "capabilities": [7]}])}},
+            "metadata.actors[0].capabilities[0]",
+        ),
     ]
     for body, param in cases:
         response = await root.post("/threads", json=body)
@@ -148,8 +156,11 @@ async def test_retrieve_by_post_with_empty_body_changes_nothing(api: API) -> Non
     root = await api.actor("root.near")
     thread = (await root.post("/threads", json={"metadata": {"a": "1"}})).json()
     for body in (None, {}):
-        response = await root.post(f"/threads/{thread['id']}", json=body) if body is not None else await root.post(
-            f"/threads/{thread['id']}")
+        response = (
+            await root.post(f"/threads/{thread['id']}", json=body)
+            if body is not None
+            else await root.post(f"/threads/{thread['id']}")
+        )
         assert response.status_code == 200, response.text
         assert response.json() == thread
     events = (await root.get(f"/threads/{thread['id']}/events")).json()["data"]

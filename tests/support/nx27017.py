@@ -14,9 +14,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = ["NxServer", "apply_workaround", "main", "start_nx27017"]
 
@@ -106,9 +107,7 @@ def _ping(uri: str) -> bool:
     from pymongo import MongoClient
     from pymongo.errors import PyMongoError
 
-    client: MongoClient[dict[str, Any]] = MongoClient(
-        uri, serverSelectionTimeoutMS=500, connectTimeoutMS=500
-    )
+    client: MongoClient[dict[str, Any]] = MongoClient(uri, serverSelectionTimeoutMS=500, connectTimeoutMS=500)
     try:
         client.admin.command("ping")
         return True
@@ -133,13 +132,25 @@ def start_nx27017(tmp_dir: Path, timeout: float = 20.0, attempts: int = 3) -> Nx
     for _ in range(attempts):
         port = _free_port(host)
         cmd = [
-            sys.executable, str(Path(__file__).resolve()),
-            "--db", "memory", "--host", host, "-p", str(port),
-            "--pid-file", str(pid_file), "--log-file", str(log_file),
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--db",
+            "memory",
+            "--host",
+            host,
+            "-p",
+            str(port),
+            "--pid-file",
+            str(pid_file),
+            "--log-file",
+            str(log_file),
         ]
         with out_file.open("ab") as out:
             process = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         server = NxServer(process=process, port=port, log_file=log_file, pid_file=pid_file, host=host)

@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
 from aitp import models
 
 BASE_URL = "https://aitp.dev/service/schemas/"
 
 # file stem → (model, mode): responses in serialization mode, requests in validation mode
-WIRE_OBJECTS: dict[str, tuple[type[BaseModel], str]] = {
+WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "thread": (models.Thread, "serialization"),
     "message": (models.Message, "serialization"),
     "actor": (models.Actor, "serialization"),
@@ -40,7 +40,7 @@ def build() -> dict[str, dict[str, Any]]:
     """file name → JSON Schema document (2020-12)."""
     documents = {}
     for stem, (model, mode) in WIRE_OBJECTS.items():
-        schema = model.model_json_schema(mode=mode)  # type: ignore[arg-type]
+        schema = TypeAdapter(model).json_schema(mode=mode)  # type: ignore[arg-type]
         documents[f"{stem}.schema.json"] = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": BASE_URL + f"{stem}.schema.json",

@@ -16,6 +16,8 @@ from aitp.models.threads import (
     CapabilityDeclaration,
     CreateThreadRequest,
     ModifyThreadRequest,
+    RangeDeclaration,
+    SchemaDeclaration,
     Thread,
 )
 
@@ -39,5 +41,7 @@ __all__ = [
     "Message",
     "ModifyMessageRequest",
     "ModifyThreadRequest",
+    "RangeDeclaration",
+    "SchemaDeclaration",
     "Thread",
 ]

@@ -12,11 +12,22 @@ from aitp.models.messages import CreateMessageRequest
 CapabilityInput = str | dict[str, Any]
 
 
-class CapabilityDeclaration(BaseModel):
-    """A capability an actor understands, normalised to `{"schema": url}`."""
+class SchemaDeclaration(BaseModel):
+    """A capability declared by its schema URL (major version = the URL's major)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(title="SchemaDeclaration")
     schema_: str = Field(alias="schema", serialization_alias="schema")
+
+
+class RangeDeclaration(BaseModel):
+    """A capability declared by id and a version range (`packaging` specifier syntax)."""
+
+    capability: str
+    versions: str
+
+
+# How a declaration is stored and returned, whichever of the accepted input forms was sent.
+CapabilityDeclaration = SchemaDeclaration | RangeDeclaration
 
 
 class Actor(BaseModel):

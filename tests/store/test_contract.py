@@ -899,30 +899,25 @@ async def test_everything_survives_closing_and_reopening_the_store(store: Store,
     await store.delete_thread(gone.id, ev("thread.deleted"))
     key = key_rec("alice", admin=True, scopes=["s"])
     await store.create_key(key)
-    before = (
-        await store.get_thread(thread.id),
-        await store.list_actors(thread.id),
-        await store.list_messages(thread.id, limit=100, order="asc"),
-        await store.list_events(thread.id, after=0, limit=100),
-        await store.list_events(gone.id, after=0, limit=100),
-        await store.list_threads(None, limit=100, order="asc"),
-        await store.list_keys(),
-    )
+
+    async def snapshot(s: Store) -> tuple[object, ...]:
+        return (
+            await s.get_thread(thread.id),
+            await s.list_actors(thread.id),
+            await s.list_messages(thread.id, limit=100, order="asc"),
+            await s.list_events(thread.id, after=0, limit=100),
+            await s.list_events(gone.id, after=0, limit=100),
+            await s.list_threads(None, limit=100, order="asc"),
+            await s.list_keys(),
+        )
+
+    before = await snapshot(store)
     await store.close()
 
     reopened = open_store(backend.url)
     await reopened.open()
     try:
-        after = (
-            await reopened.get_thread(thread.id),
-            await reopened.list_actors(thread.id),
-            await reopened.list_messages(thread.id, limit=100, order="asc"),
-            await reopened.list_events(thread.id, after=0, limit=100),
-            await reopened.list_events(gone.id, after=0, limit=100),
-            await reopened.list_threads(None, limit=100, order="asc"),
-            await reopened.list_keys(),
-        )
-        assert after == before
+        assert await snapshot(reopened) == before
         assert before[0] == replace(thread, metadata={"k": "w"}, last_seq=5)
         assert before[2] == messages
         assert await reopened.get_thread(gone.id) is None

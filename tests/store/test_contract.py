@@ -949,3 +949,40 @@ async def test_concurrent_appends_to_one_thread_get_distinct_contiguous_seqs(sto
     assert sorted(m.id for m in stored) == sorted(m.id for m in messages)
     assert [m.seq for m in stored] == list(range(2, 32))
     assert (await store.get_thread(thread.id)).last_seq == 31  # type: ignore[union-attr]
+
+
+# --- membership follow-up events ------------------------------------------------------------------
+
+
+async def test_put_actor_follow_up_sees_members_before_and_after_and_adds_one_event(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice",), ())
+    seen: list[tuple[list[str], list[str]]] = []
+
+    def follow_up(before: list[ActorRecord], after: list[ActorRecord]) -> NewEvent | None:
+        seen.append(([a.id for a in before], [a.id for a in after]))
+        return ev("thread.capabilities.updated")
+
+    await store.put_actor(actor_rec(thread.id, "bob"), Renderer("thread.actor.joined"), follow_up)
+    assert seen == [(["alice"], ["alice", "bob"])]
+    events = await store.list_events(thread.id, after=0, limit=10)
+    assert [(e.seq, e.type) for e in events] == [
+        (1, "thread.created"),
+        (2, "thread.actor.joined"),
+        (3, "thread.capabilities.updated"),
+    ]
+
+
+async def test_remove_actor_follow_up_returning_none_adds_nothing(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ())
+    seen: list[tuple[list[str], list[str]]] = []
+
+    def follow_up(before: list[ActorRecord], after: list[ActorRecord]) -> NewEvent | None:
+        seen.append(([a.id for a in before], [a.id for a in after]))
+        return None
+
+    event = await store.remove_actor(thread.id, "bob", ev("thread.actor.left"), follow_up)
+    assert event is not None and event.seq == 2
+    assert seen == [(["alice", "bob"], ["alice"])]
+    assert await seqs(store, thread.id) == [1, 2]
+    assert await store.remove_actor(thread.id, "bob", ev("thread.actor.left"), follow_up) is None
+    assert len(seen) == 1  # no follow-up when nothing changed

@@ -81,6 +81,9 @@ class KeyRecord:
 ThreadEventRenderer = Callable[[ThreadRecord, list[ActorRecord]], NewEvent]
 ActorEventRenderer = Callable[[ActorRecord, bool], NewEvent]  # (actor, newly joined)
 MessageEventRenderer = Callable[[MessageRecord], NewEvent]
+# Called with the thread's actors before and after a membership change; may add one more event
+# (e.g. the capability negotiation changed) to the same atomic write.
+MembershipFollowUp = Callable[[list[ActorRecord], list[ActorRecord]], NewEvent | None]
 
 
 class Store(abc.ABC):
@@ -135,12 +138,18 @@ class Store(abc.ABC):
         """A thread's actors in the order they joined."""
 
     @abc.abstractmethod
-    async def put_actor(self, actor: ActorRecord, render: ActorEventRenderer) -> tuple[ActorRecord, EventRecord] | None:
-        """Add an actor, or replace its capabilities/client_id if already a member (joined_at kept)."""
+    async def put_actor(
+        self, actor: ActorRecord, render: ActorEventRenderer, follow_up: MembershipFollowUp | None = None
+    ) -> tuple[ActorRecord, EventRecord] | None:
+        """Add an actor, or replace its capabilities/client_id if already a member (joined_at kept).
+
+        Returns the stored actor and its event; a follow-up event, if any, gets the next seq."""
 
     @abc.abstractmethod
-    async def remove_actor(self, thread_id: str, actor_id: str, event: NewEvent) -> EventRecord | None:
-        """Remove a member; None if it was not one."""
+    async def remove_actor(
+        self, thread_id: str, actor_id: str, event: NewEvent, follow_up: MembershipFollowUp | None = None
+    ) -> EventRecord | None:
+        """Remove a member; None if it was not one. A follow-up event, if any, gets the next seq."""
 
     # messages
     @abc.abstractmethod

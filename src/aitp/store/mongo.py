@@ -23,6 +23,7 @@ from aitp.store.base import (
     ActorRecord,
     EventRecord,
     KeyRecord,
+    MembershipFollowUp,
     MessageEventRenderer,
     MessageRecord,
     NewEvent,
@@ -314,10 +315,13 @@ class MongoStore(Store):
     async def list_actors(self, thread_id: str) -> list[ActorRecord]:
         return await self._actors(thread_id)
 
-    async def put_actor(self, actor: ActorRecord, render: ActorEventRenderer) -> tuple[ActorRecord, EventRecord] | None:
+    async def put_actor(
+        self, actor: ActorRecord, render: ActorEventRenderer, follow_up: MembershipFollowUp | None = None
+    ) -> tuple[ActorRecord, EventRecord] | None:
         async def op(session: Session) -> tuple[ActorRecord, EventRecord] | None:
             if await self._live_thread(actor.thread_id, session) is None:
                 return None
+            before = await self._actors(actor.thread_id, session)
             members = self._db.thread_actors
             existing = await members.find_one({"_id": f"{actor.thread_id}/{actor.id}"}, session=session)
             if existing is None:
@@ -341,18 +345,34 @@ class MongoStore(Store):
                     joined_at=existing["joined_at"],
                 )
             event = await self._append_event(session, actor.thread_id, render(stored, existing is None))
+            await self._follow_up(session, actor.thread_id, follow_up, before)
             return stored, event
 
         return await self._transaction(op)
 
-    async def remove_actor(self, thread_id: str, actor_id: str, event: NewEvent) -> EventRecord | None:
+    async def remove_actor(
+        self, thread_id: str, actor_id: str, event: NewEvent, follow_up: MembershipFollowUp | None = None
+    ) -> EventRecord | None:
         async def op(session: Session) -> EventRecord | None:
             if await self._live_thread(thread_id, session) is None:
                 return None
+            before = await self._actors(thread_id, session)
             result = await self._db.thread_actors.delete_one({"_id": f"{thread_id}/{actor_id}"}, session=session)
-            return await self._append_event(session, thread_id, event) if result.deleted_count else None
+            if not result.deleted_count:
+                return None
+            stored = await self._append_event(session, thread_id, event)
+            await self._follow_up(session, thread_id, follow_up, before)
+            return stored
 
         return await self._transaction(op)
+
+    async def _follow_up(
+        self, session: Session, thread_id: str, follow_up: MembershipFollowUp | None, before: list[ActorRecord]
+    ) -> None:
+        if follow_up is not None:
+            extra = follow_up(before, await self._actors(thread_id, session))
+            if extra is not None:
+                await self._append_event(session, thread_id, extra)
 
     # messages
 

@@ -22,6 +22,7 @@ from aitp.store.base import (
     ActorRecord,
     EventRecord,
     KeyRecord,
+    MembershipFollowUp,
     MessageEventRenderer,
     MessageRecord,
     NewEvent,
@@ -238,6 +239,18 @@ class SQLiteStore(Store):
         )
         return EventRecord(thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data)
 
+    def _follow_up(
+        self,
+        conn: sqlite3.Connection,
+        thread_id: str,
+        follow_up: MembershipFollowUp | None,
+        before: list[ActorRecord],
+    ) -> None:
+        if follow_up is not None:
+            extra = follow_up(before, self._actors(conn, thread_id))
+            if extra is not None:
+                self._append_event(conn, thread_id, extra)
+
     @staticmethod
     def _live_thread(conn: sqlite3.Connection, thread_id: str) -> sqlite3.Row | None:
         return conn.execute("SELECT * FROM threads WHERE id = ? AND deleted = 0", (thread_id,)).fetchone()
@@ -383,10 +396,13 @@ class SQLiteStore(Store):
     async def list_actors(self, thread_id: str) -> list[ActorRecord]:
         return await self._run(self._actors, self._conn, thread_id)
 
-    async def put_actor(self, actor: ActorRecord, render: ActorEventRenderer) -> tuple[ActorRecord, EventRecord] | None:
+    async def put_actor(
+        self, actor: ActorRecord, render: ActorEventRenderer, follow_up: MembershipFollowUp | None = None
+    ) -> tuple[ActorRecord, EventRecord] | None:
         def op(conn: sqlite3.Connection) -> tuple[ActorRecord, EventRecord] | None:
             if self._live_thread(conn, actor.thread_id) is None:
                 return None
+            before = self._actors(conn, actor.thread_id)
             existing = conn.execute(
                 "SELECT * FROM thread_actors WHERE thread_id = ? AND actor_id = ?", (actor.thread_id, actor.id)
             ).fetchone()
@@ -413,18 +429,26 @@ class SQLiteStore(Store):
                     joined_at=existing["joined_at"],
                 )
             event = self._append_event(conn, actor.thread_id, render(stored, existing is None))
+            self._follow_up(conn, actor.thread_id, follow_up, before)
             return stored, event
 
         return await self._run(self._write, op)
 
-    async def remove_actor(self, thread_id: str, actor_id: str, event: NewEvent) -> EventRecord | None:
+    async def remove_actor(
+        self, thread_id: str, actor_id: str, event: NewEvent, follow_up: MembershipFollowUp | None = None
+    ) -> EventRecord | None:
         def op(conn: sqlite3.Connection) -> EventRecord | None:
             if self._live_thread(conn, thread_id) is None:
                 return None
+            before = self._actors(conn, thread_id)
             gone = conn.execute(
                 "DELETE FROM thread_actors WHERE thread_id = ? AND actor_id = ?", (thread_id, actor_id)
             ).rowcount
-            return self._append_event(conn, thread_id, event) if gone else None
+            if not gone:
+                return None
+            stored = self._append_event(conn, thread_id, event)
+            self._follow_up(conn, thread_id, follow_up, before)
+            return stored
 
         return await self._run(self._write, op)
 

@@ -10,6 +10,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY src/ ./src/
 COPY schemas/ ./schemas/
+COPY capabilities/ ./capabilities/
 
 RUN pip install --no-cache-dir . \
     && groupadd --system aitp \
@@ -17,7 +18,8 @@ RUN pip install --no-cache-dir . \
     && mkdir -p /data \
     && chown aitp:aitp /data
 
-ENV AITP_STORE=sqlite:////data/aitp.db
+ENV AITP_STORE=sqlite:////data/aitp.db \
+    AITP_CAPABILITIES_DIR=/app/capabilities
 VOLUME /data
 
 USER aitp

@@ -269,7 +269,7 @@ def test_dockerfile_installs_the_package_without_pip_cache():
 def test_dockerfile_copies_the_expected_sources():
     """Project metadata, README, code and wire schemas are copied (data dirs join as they appear)."""
     sources = {s.rstrip("/") for s in _copy_sources()}
-    assert {"pyproject.toml", "README.md", "src", "schemas"} <= sources
+    assert {"pyproject.toml", "README.md", "src", "schemas", "capabilities"} <= sources
 
 
 @pytest.mark.parametrize("source", _copy_sources() if DOCKERFILE.is_file() else [])

@@ -174,22 +174,26 @@ async def test_actor_event_key_and_deletion_responses_validate(api: API) -> None
         "thread.actor.joined": "actor",
         "thread.actor.updated": "actor",
         "thread.actor.left": "deleted-object",
+        "thread.capabilities.updated": "thread-capabilities",
     }
     assert [e["type"] for e in events["data"]] == [
         "thread.created",
         "thread.message.created",
         "thread.actor.joined",
+        "thread.capabilities.updated",
         "thread.actor.updated",
+        "thread.capabilities.updated",
         "thread.message.created",
         "thread.message.updated",
         "thread.updated",
         "thread.message.deleted",
         "thread.actor.left",
+        "thread.capabilities.updated",
     ]
     for event in events["data"]:
         assert_valid("event", event)
         assert_valid(object_schema[event["type"]], event["data"])
-    assert events["data"][6]["data"] == thread
+    assert events["data"][8]["data"] == thread
 
     created_key = body_of(await api.admin.post("/keys", json={"actor": "ops", "scopes": ["capabilities:write"]}))
     assert_valid("created-api-key", created_key)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
 
 from aitp import __version__
-from aitp.api import actors, errors, events, keys, messages, threads
+from aitp.api import actors, capabilities, errors, events, keys, messages, threads
+from aitp.capabilities.registry import Registry, default_directory
 from aitp.config import Settings
 from aitp.runtime import Runtime
 from aitp.store import Store, open_store
@@ -19,7 +21,12 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     otherwise one is opened from `settings.store_url` for the app's lifetime."""
     settings = settings or Settings.from_env()
     owns_store = store is None
-    runtime = Runtime(store=store or open_store(settings.store_url), settings=settings)
+    directory = Path(settings.capabilities_dir) if settings.capabilities_dir else default_directory()
+    runtime = Runtime(
+        store=store or open_store(settings.store_url),
+        registry=Registry.from_directory(directory),
+        settings=settings,
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -40,7 +47,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     )
     app.state.runtime = runtime
     errors.install(app)
-    for module in (threads, messages, actors, events, keys):
+    for module in (threads, messages, actors, capabilities, events, keys):
         app.include_router(module.router, prefix="/v1")
 
     @app.get("/health", tags=["health"], summary="Liveness (no key needed)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 DEFAULT_STORE = "sqlite:///" + str(Path("aitp-data") / "aitp.db")
 
@@ -16,6 +16,8 @@ class Settings:
     admin_key: str | None = None
     host: str = "127.0.0.1"
     port: int = 8000
+    capabilities_dir: str | None = None  # None: the repository's capabilities/ directory
+    unknown_capabilities: Literal["reject", "accept"] = "reject"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -25,8 +27,16 @@ class Settings:
             admin_key=env.get("AITP_ADMIN_KEY") or None,
             host=env.get("AITP_HOST") or cls.host,
             port=int(env.get("AITP_PORT") or cls.port),
+            capabilities_dir=env.get("AITP_CAPABILITIES_DIR") or None,
+            unknown_capabilities=_unknown_policy(env.get("AITP_UNKNOWN_CAPABILITIES") or "reject"),
         )
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given fields replaced, ignoring those left as None."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _unknown_policy(value: str) -> Literal["reject", "accept"]:
+    if value not in ("reject", "accept"):
+        raise ValueError(f"AITP_UNKNOWN_CAPABILITIES must be 'reject' or 'accept', not {value!r}")
+    return "accept" if value == "accept" else "reject"

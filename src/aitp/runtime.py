@@ -1,10 +1,11 @@
-"""What a service function needs: the store and the settings (the registry and hub join later)."""
+"""What a service function needs: the store, the capability registry and the settings."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
+from aitp.capabilities.registry import Registry
 from aitp.config import Settings
 from aitp.store.base import Store
 
@@ -12,6 +13,7 @@ from aitp.store.base import Store
 @dataclass
 class Runtime:
     store: Store
+    registry: Registry
     settings: Settings
 
 

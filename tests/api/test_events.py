@@ -27,18 +27,25 @@ async def test_mixed_mutations_produce_a_contiguous_ordered_log(api: API) -> Non
         "thread.message.updated",
         "thread.updated",
         "thread.actor.updated",
+        # the negotiation view lists the unknown declaration, then drops it when shop leaves
+        "thread.capabilities.updated",
         "thread.message.deleted",
         "thread.actor.left",
+        "thread.capabilities.updated",
     ]
-    assert [e["seq"] for e in log["data"]] == list(range(1, 10))
-    assert log["last_seq"] == 9 and log["has_more"] is False
+    assert [e["seq"] for e in log["data"]] == list(range(1, 12))
+    assert log["last_seq"] == 11 and log["has_more"] is False
     assert all(e["thread_id"] == tid and isinstance(e["created_at"], int) for e in log["data"])
     # Each event carries the full object it produced.
     assert log["data"][0]["data"] == thread
     assert log["data"][3]["data"] == message
     assert log["data"][4]["data"]["metadata"] == {"k": "v", "actor": "shop.near"}
     assert log["data"][5]["data"]["metadata"]["topic"] == "socks"
-    assert log["data"][7]["data"] == {"id": message["id"], "object": "thread.message.deleted", "deleted": True}
+    assert log["data"][7]["data"]["unknown"] == [
+        {"actor": "shop.near", "declaration": {"schema": "https://x/schema.json"}}
+    ]
+    assert log["data"][8]["data"] == {"id": message["id"], "object": "thread.message.deleted", "deleted": True}
+    assert log["data"][10]["data"]["unknown"] == []
 
 
 async def test_events_resume_after_a_cursor_in_pages(api: API) -> None:

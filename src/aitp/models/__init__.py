@@ -5,6 +5,7 @@ hot path); these models document them in the OpenAPI document and `schemas/`, an
 that real responses validate against them.
 """
 
+from aitp.models.capabilities import Capability, CapabilityList, NegotiatedCapability, ThreadCapabilities
 from aitp.models.common import DeletedObject, ErrorBody, ErrorResponse, ListPage
 from aitp.models.events import Event, EventList
 from aitp.models.keys import ApiKey, ApiKeyList, CreatedApiKey, CreateKeyRequest
@@ -22,6 +23,10 @@ from aitp.models.threads import (
 )
 
 __all__ = [
+    "Capability",
+    "CapabilityList",
+    "NegotiatedCapability",
+    "ThreadCapabilities",
     "Actor",
     "ActorInput",
     "ActorList",

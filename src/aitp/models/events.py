@@ -16,6 +16,7 @@ EventType = Literal[
     "thread.message.created",
     "thread.message.updated",
     "thread.message.deleted",
+    "thread.capabilities.updated",
 ]
 
 

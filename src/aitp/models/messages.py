@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class TextValue(BaseModel):
@@ -30,6 +30,16 @@ class ImageFilePart(BaseModel):
 ContentPart = TextPart | ImageUrlPart | ImageFilePart
 
 
+class AitpPart(BaseModel):
+    """What the server validated in one capability content part (so clients need not parse JSON)."""
+
+    capability: str | None  # None only when unknown capabilities are accepted unvalidated
+    version: str | None
+    type: str | None  # the message type: its top-level key, e.g. `request_decision`
+    validated: bool
+    schema_: str | None = Field(default=None, alias="schema", serialization_alias="schema")
+
+
 class Message(BaseModel):
     """An OpenAI `thread.message`; `metadata.actor` names the AITP actor that wrote it."""
 
@@ -47,7 +57,8 @@ class Message(BaseModel):
     run_id: None = None
     attachments: list[dict[str, Any]]
     metadata: dict[str, str]
-    aitp: list[dict[str, Any]] | None = None
+    # One entry per content part (null for plain parts); null when no part is a capability message.
+    aitp: list[AitpPart | None] | None = None
 
 
 class CreateMessageRequest(BaseModel):

@@ -10,6 +10,7 @@ from aitp.errors import NotFound, PermissionDenied, thread_not_found
 from aitp.models import ActorInput
 from aitp.runtime import Runtime, now
 from aitp.services.access import readable_thread
+from aitp.services.capabilities import capabilities_changed
 from aitp.services.threads import actor_records
 from aitp.store.base import ActorRecord, NewEvent
 
@@ -36,7 +37,7 @@ async def put_actor(rt: Runtime, principal: Principal, thread_id: str, body: Act
             "thread.actor.joined" if joined else "thread.actor.updated", render.actor(actor, creator), now()
         )
 
-    result = await rt.store.put_actor(record, event)
+    result = await rt.store.put_actor(record, event, capabilities_changed(rt, thread_id))
     if result is None:
         raise thread_not_found(thread_id)
     return result[1].data
@@ -51,6 +52,7 @@ async def remove_actor(rt: Runtime, principal: Principal, thread_id: str, actor_
             "Only the actor itself, the thread's creator or an admin may remove an actor.", param="actor_id"
         )
     receipt = render.deleted(actor_id, "thread.actor.deleted")
-    if await rt.store.remove_actor(thread_id, actor_id, NewEvent("thread.actor.left", receipt, now())) is None:
+    left = NewEvent("thread.actor.left", receipt, now())
+    if await rt.store.remove_actor(thread_id, actor_id, left, capabilities_changed(rt, thread_id)) is None:
         raise NotFound(f"Actor '{actor_id}' is not a member of this thread.", param="actor_id", code="actor_not_found")
     return receipt

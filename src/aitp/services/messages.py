@@ -6,6 +6,7 @@ from typing import Any
 
 from aitp import render
 from aitp.auth import Principal
+from aitp.capabilities.messages import check_parts
 from aitp.errors import InvalidRequest, PermissionDenied, message_not_found, thread_not_found
 from aitp.ids import new_id
 from aitp.models import CreateMessageRequest, ModifyMessageRequest
@@ -21,9 +22,10 @@ def _param(prefix: str, name: str) -> str:
 
 
 def build_message(
-    principal: Principal, view: ThreadView, body: CreateMessageRequest, created_at: int, param: str = ""
+    rt: Runtime, principal: Principal, view: ThreadView, body: CreateMessageRequest, created_at: int, param: str = ""
 ) -> MessageRecord:
-    """A message record: author checked (no impersonation, must be a member), role derived."""
+    """A message record: author checked (no impersonation, must be a member), role derived,
+    capability parts validated and summarised in `aitp`."""
     metadata = dict(body.metadata or {})
     actor = acting_actor(principal, metadata.pop("actor", None), _param(param, "metadata.actor"))
     if view.member(actor) is None:
@@ -40,15 +42,26 @@ def build_message(
             param=_param(param, "role"),
             code="role_mismatch",
         )
+    content = normalize_content(body.content, _param(param, "content"))
+    attachments = check_attachments(body.attachments, _param(param, "attachments"))
+    metadata = check_metadata(metadata, _param(param, "metadata"))
+    aitp = check_parts(
+        rt.registry,
+        content,
+        sender=actor,
+        actors=view.actors,
+        accept_unknown=rt.settings.unknown_capabilities == "accept",
+    )
     return MessageRecord(
         id=new_id("msg"),
         thread_id=view.thread.id,
         created_at=created_at,
         actor=actor,
         role=role,
-        content=normalize_content(body.content, _param(param, "content")),
-        attachments=check_attachments(body.attachments, _param(param, "attachments")),
-        metadata=check_metadata(metadata, _param(param, "metadata")),
+        content=content,
+        attachments=attachments,
+        metadata=metadata,
+        aitp=aitp,
     )
 
 
@@ -57,7 +70,7 @@ async def create_message(
 ) -> dict[str, Any]:
     view = await readable_thread(rt, principal, thread_id)
     created_at = now()
-    record = build_message(principal, view, body, created_at)
+    record = build_message(rt, principal, view, body, created_at)
     message = render.message(record)
     if await rt.store.append_message(record, NewEvent("thread.message.created", message, created_at)) is None:
         raise thread_not_found(thread_id)  # deleted meanwhile

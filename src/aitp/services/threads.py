@@ -116,7 +116,7 @@ async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadReq
     messages: list[tuple[MessageRecord, NewEvent]] = []
     for i, item in enumerate(body.messages or []):
         request = CreateMessageRequest(content=[item]) if isinstance(item, str) else item
-        record = message_service.build_message(principal, view, request, created_at, param=f"messages[{i}]")
+        record = message_service.build_message(rt, principal, view, request, created_at, param=f"messages[{i}]")
         messages.append((record, NewEvent("thread.message.created", render.message(record), created_at)))
 
     thread_object = render.thread(thread, actors)

@@ -45,7 +45,7 @@ class MessageRecord:
     content: list[dict[str, Any]]
     attachments: list[dict[str, Any]] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
-    aitp: list[dict[str, Any]] | None = None
+    aitp: list[dict[str, Any] | None] | None = None  # per content part; None for plain parts
     seq: int = 0  # assigned by the store: the seq of the message's creation event
 
 

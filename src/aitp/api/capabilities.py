@@ -1,0 +1,43 @@
+"""The capability registry and each thread's negotiated capabilities (AITP extension)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from aitp.api.deps import PrincipalDep, RuntimeDep
+from aitp.api.errors import ERROR_RESPONSES
+from aitp.api.responses import FastJSONResponse
+from aitp.models import Capability, CapabilityList, ThreadCapabilities
+from aitp.services import capabilities
+
+router = APIRouter(tags=["capabilities"], responses=ERROR_RESPONSES)
+
+
+@router.get("/capabilities", response_model=CapabilityList, summary="List registered capabilities")
+async def list_capabilities(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(capabilities.list_capabilities(rt))
+
+
+@router.get("/capabilities/{capability_id}", response_model=Capability, summary="Retrieve a capability")
+async def get_capability(capability_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(capabilities.get_capability(rt, capability_id))
+
+
+@router.get(
+    "/capabilities/{capability_id}/{version}/schema.json",
+    response_model=dict[str, Any],
+    summary="A capability version's schema as published (public: `$schema` URLs must resolve)",
+)
+async def get_schema(capability_id: str, version: str, rt: RuntimeDep) -> FastJSONResponse:
+    return FastJSONResponse(capabilities.get_schema(rt, capability_id, version))
+
+
+@router.get(
+    "/threads/{thread_id}/capabilities",
+    response_model=ThreadCapabilities,
+    summary="The version of each declared capability that every actor of the thread can read",
+)
+async def thread_capabilities(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(await capabilities.thread_capabilities(rt, principal, thread_id))

@@ -1,0 +1,120 @@
+"""Recognising and checking capability messages inside a message's content parts.
+
+A text part whose value is a JSON object with a `$schema` key is a capability message; anything
+else (plain text, JSON without `$schema`) stays plain text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from aitp.capabilities.negotiate import unable_to_read
+from aitp.capabilities.registry import CapabilityRef, Registry
+from aitp.errors import Unprocessable
+from aitp.store.base import ActorRecord
+
+MAX_REPORTED_ISSUES = 5
+
+
+@dataclass(frozen=True)
+class CapabilityPart:
+    index: int
+    schema_url: str
+    message: dict[str, Any]
+
+    @property
+    def type(self) -> str | None:
+        """The message type: its first top-level key other than `$schema` (e.g. `request_decision`)."""
+        return next((k for k in self.message if k != "$schema"), None)
+
+
+def capability_parts(content: Sequence[dict[str, Any]]) -> list[CapabilityPart]:
+    parts = []
+    for index, part in enumerate(content):
+        if part.get("type") != "text":
+            continue
+        value = part["text"]["value"]
+        if not value.lstrip().startswith("{") or '"$schema"' not in value:
+            continue  # cheap reject before parsing
+        try:
+            parsed = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(parsed, dict) and isinstance(parsed.get("$schema"), str):
+            parts.append(CapabilityPart(index, parsed["$schema"], parsed))
+    return parts
+
+
+def _validation_target(registry: Registry, ref: CapabilityRef) -> CapabilityRef | None:
+    """The registered version to validate against: the exact one, else the newest of that major."""
+    if registry.get(ref) is not None:
+        return ref
+    same_major = [v for v in registry.versions(ref.id) if v.major == ref.version.major]
+    return CapabilityRef(ref.id, same_major[-1]) if same_major else None
+
+
+def check_parts(
+    registry: Registry,
+    content: Sequence[dict[str, Any]],
+    *,
+    sender: str,
+    actors: Sequence[ActorRecord],
+    accept_unknown: bool,
+) -> list[dict[str, Any] | None] | None:
+    """Validate every capability part; return the message's `aitp` summary (None if it has none).
+
+    Raises 422 `unknown_capability`, `invalid_capability_message` or `capability_not_supported`.
+    """
+    parts = capability_parts(content)
+    if not parts:
+        return None
+    summary: list[dict[str, Any] | None] = [None] * len(content)
+    for part in parts:
+        param = f"content[{part.index}]"
+        ref = registry.resolve(part.schema_url)
+        target = None if ref is None else _validation_target(registry, ref)
+        if ref is None or target is None:
+            if not accept_unknown:
+                raise Unprocessable(
+                    f"{param}: no registered capability matches $schema {part.schema_url!r}.",
+                    param=f"{param}.$schema",
+                    code="unknown_capability",
+                )
+            summary[part.index] = {
+                "capability": None,
+                "version": None,
+                "type": part.type,
+                "validated": False,
+                "schema": part.schema_url,
+            }
+            continue
+        issues = registry.validate(target, part.message, limit=MAX_REPORTED_ISSUES)
+        if issues:
+            listed = "; ".join(f"{i.pointer or '/'}: {i.message}" for i in issues)
+            raise Unprocessable(
+                f"{param} is not a valid {ref.id} v{target.version} message: {listed}",
+                param=issues[0].pointer or "/",
+                code="invalid_capability_message",
+            )
+        cannot = unable_to_read(registry, actors, ref.id, ref.version.major)
+        if sender in cannot:
+            raise Unprocessable(
+                f"{param}: the sender '{sender}' has not declared {ref.id} major version {ref.version.major}; "
+                "declare it (POST /v1/threads/{id}/actors) before sending such messages.",
+                param=f"{param}.$schema",
+                code="capability_not_supported",
+            )
+        if cannot:
+            raise Unprocessable(
+                f"{param}: {', '.join(repr(a) for a in cannot)} cannot read {ref.id} major version "
+                f"{ref.version.major}; send plain text or a version every actor supports "
+                "(GET /v1/threads/{id}/capabilities).",
+                param=f"{param}.$schema",
+                code="capability_not_supported",
+            )
+        summary[part.index] = {"capability": ref.id, "version": str(ref.version), "type": part.type, "validated": True}
+    return summary

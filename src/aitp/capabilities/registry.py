@@ -1,0 +1,432 @@
+"""The capability registry: which capabilities and versions this server knows, and message validation.
+
+Data lives in the repository's top-level `capabilities/` directory (see its README):
+
+    capabilities/<id>/capability.json          {"id", "title", "description", "aliases", "openapi_root"?}
+    capabilities/<id>/<X.Y.Z>/schema.json      as published (JSON Schema 2020-12 or OpenAPI 3.0)
+    capabilities/<id>/<X.Y.Z>/examples/*.json  example messages; each validates (tests/capabilities)
+
+Accepted schema URLs (`Registry.resolve`):
+
+- canonical   `https://aitp.dev/capabilities/<id>/v<X.Y.Z>/schema.json`
+- this server `<any base>/v1/capabilities/<id>/<X.Y.Z>/schema.json`
+- docs form   `https://crates.io/crates/aitp_schema/capabilities/<id>/v<X.Y.Z>/schema.json`
+- aliases     exact URLs listed in capability.json, each naming the version it stands for (hub-era URLs
+              such as `https://aitp.dev/v1/decisions/schema.json`); an alias wins over the forms above.
+
+Each (capability, version) is converted (`schema_formats`), checked against its metaschema with
+`jsonschema`, and compiled once with `jsonschema_rs` when the registry is loaded: one validator for the
+whole schema and one per message type (the branch of the root `anyOf`/`oneOf` that requires that key), so
+an invalid message is reported against the branch it claims to be rather than as one opaque `anyOf`
+failure. Only local `$ref`s resolve: the engine's retriever refuses every other URI, so a schema with a
+remote reference fails to load instead of making the server fetch anything. Patterns use the engine's
+linear-time regex engine (`RegexOptions`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jsonschema
+import jsonschema_rs
+from packaging.version import Version
+
+from aitp.capabilities.schema_formats import SchemaFormatError, to_json_schema
+
+CANONICAL_BASE = "https://aitp.dev/capabilities"
+ENV_DIRECTORY = "AITP_CAPABILITIES_DIR"
+MAX_ISSUE_MESSAGE = 500
+
+_ID = r"[a-z0-9][a-z0-9._-]*"
+_VERSION = r"(?P<version>\d+\.\d+\.\d+)"
+_ID_RE = re.compile(rf"^{_ID}$")
+_VERSION_DIR_RE = re.compile(rf"^{_VERSION}$")
+# matched against "host/path" (scheme dropped, host lower-cased) or a bare "/path"
+_URL_FORMS = (
+    re.compile(rf"^aitp\.dev/capabilities/(?P<id>{_ID})/v?{_VERSION}/schema\.json$"),
+    re.compile(rf"^crates\.io/crates/aitp_schema/capabilities/(?P<id>{_ID})/v?{_VERSION}/schema\.json$"),
+    re.compile(rf"^[^/]*(?:/[^?#]*)?/v1/capabilities/(?P<id>{_ID})/v?{_VERSION}/schema\.json$"),
+)
+
+
+class CapabilityLoadError(ValueError):
+    """The capabilities directory holds something the registry cannot load."""
+
+
+class RemoteReferenceRefused(ValueError):
+    """A capability schema referred to a remote document; the server never fetches one."""
+
+
+class UnknownCapabilityVersion(KeyError):
+    """`Registry.validate` was asked about a (capability, version) the registry does not have."""
+
+
+@dataclass(frozen=True)
+class CapabilityRef:
+    id: str
+    version: Version
+
+    @property
+    def url(self) -> str:
+        """The canonical schema URL, https://aitp.dev/capabilities/<id>/v<X.Y.Z>/schema.json."""
+        return f"{CANONICAL_BASE}/{self.id}/v{version_text(self.version)}/schema.json"
+
+    def __str__(self) -> str:
+        return f"{self.id} v{version_text(self.version)}"
+
+
+@dataclass(frozen=True)
+class SchemaIssue:
+    pointer: str  # JSON pointer into the message, "" for the root, e.g. "/request_decision/options/0/id"
+    message: str
+
+
+@dataclass
+class CapabilityVersion:
+    ref: CapabilityRef
+    schema: dict[str, Any]  # the JSON Schema actually compiled (after OpenAPI conversion)
+    source: dict[str, Any]  # the schema.json as published
+    examples: dict[str, dict[str, Any]]  # file name -> example message
+    message_types: list[str]  # top-level keys a message may carry, in the schema's branch order
+
+
+@dataclass
+class CapabilityInfo:
+    id: str
+    title: str
+    description: str
+    aliases: list[dict[str, str]]
+    versions: list[Version]  # ascending
+
+
+@dataclass
+class _Compiled:
+    root: Any  # jsonschema_rs validator for the whole schema
+    branches: dict[str, Any]  # message type -> jsonschema_rs validator for its branch
+
+
+def version_text(version: Version) -> str:
+    """X.Y.Z for a version (Version("1.0") prints as "1.0"; URLs and directories use three parts)."""
+    return f"{version.major}.{version.minor}.{version.micro}"
+
+
+def default_directory() -> Path:
+    """$AITP_CAPABILITIES_DIR if set, else the repository's top-level capabilities/ directory."""
+    configured = os.environ.get(ENV_DIRECTORY)
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[3] / "capabilities"
+
+
+def json_pointer(path: Iterable[str | int]) -> str:
+    """RFC 6901 pointer for a path of keys and indexes ("" for the root)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
+
+
+def message_branches(schema: dict[str, Any]) -> dict[str, str]:
+    """Message type -> JSON pointer (into `schema`) of the branch that validates that message type.
+
+    The root (after local `$ref`s) is either an `anyOf`/`oneOf` of message schemas or one message schema;
+    a branch's message types are its required keys other than `$schema` (or, requiring none, its
+    properties). The first branch naming a type wins.
+    """
+    root_pointer, root = _follow_refs(schema, "", schema)
+    alternatives: list[tuple[str, Any]] = []
+    for keyword in ("anyOf", "oneOf"):
+        if isinstance(root.get(keyword), list):
+            alternatives = [(f"{root_pointer}/{keyword}/{i}", b) for i, b in enumerate(root[keyword])]
+            break
+    if not alternatives:
+        alternatives = [(root_pointer, root)]
+    found: dict[str, str] = {}
+    for pointer, branch in alternatives:
+        _, target = _follow_refs(schema, pointer, branch)
+        for message_type in _branch_message_types(target):
+            found.setdefault(message_type, pointer)
+    return found
+
+
+def _branch_message_types(branch: dict[str, Any]) -> list[str]:
+    required = branch.get("required")
+    keys = [k for k in required if isinstance(k, str)] if isinstance(required, list) else []
+    keys = [k for k in keys if k != "$schema"]
+    if not keys and isinstance(branch.get("properties"), dict):
+        keys = [k for k in branch["properties"] if k != "$schema"]
+    return keys
+
+
+def _follow_refs(document: dict[str, Any], pointer: str, node: Any) -> tuple[str, dict[str, Any]]:
+    """Follow a chain of local `{"$ref": "#/..."}` nodes; returns the final node and its pointer."""
+    for _ in range(32):
+        if not isinstance(node, dict):
+            return pointer, {}
+        ref = node.get("$ref")
+        if not (isinstance(ref, str) and (ref == "#" or ref.startswith("#/"))):
+            return pointer, node  # not a JSON-pointer reference within the document (an anchor, say)
+        pointer = ref[1:]
+        node = _resolve_pointer(document, pointer)
+    raise CapabilityLoadError(f"$ref chain too long at {pointer!r}")
+
+
+def _resolve_pointer(document: Any, pointer: str) -> Any:
+    node = document
+    for raw in pointer.split("/")[1:] if pointer else []:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            raise CapabilityLoadError(f"unresolvable local $ref #{pointer}")
+    return node
+
+
+def _refuse_remote(uri: str) -> Any:
+    raise RemoteReferenceRefused(
+        f"remote $ref {uri!r} refused: capability schemas may only use references within their own document"
+    )
+
+
+def compile_schema(schema: dict[str, Any]) -> Any:
+    """A jsonschema_rs validator for `schema` with the registry's engine settings.
+
+    `retriever` is called for every reference outside the document and refuses it, so compiling fails
+    instead of fetching (jsonschema-rs >= 0.27). `RegexOptions` selects the `regex` crate, which matches
+    in linear time and rejects lookaround/backreferences at compile time (jsonschema-rs >= 0.30).
+    Formats stay annotations, as JSON Schema 2020-12 specifies by default.
+    """
+    return jsonschema_rs.validator_for(schema, retriever=_refuse_remote, pattern_options=jsonschema_rs.RegexOptions())
+
+
+def _branch_schema(schema: dict[str, Any], pointer: str, ref: CapabilityRef) -> dict[str, Any]:
+    """A schema validating against the subschema at `pointer` of `schema`, with `schema`'s own refs intact."""
+    base = schema.get("$id")
+    embedded = dict(schema)
+    if not isinstance(base, str) or not base:
+        base = f"urn:aitp:capability:{ref.id}:{version_text(ref.version)}"
+        embedded["$id"] = base
+    return {"$schema": schema.get("$schema"), "$ref": f"{base}#{pointer}", "$defs": {"capability": embedded}}
+
+
+def _normalize_url(url: str) -> str | None:
+    """The lookup key of a schema URL: host (lower-cased) + path for http(s), or a bare "/path"; else None."""
+    url = url.strip()
+    if url.endswith("#"):
+        url = url[:-1]
+    if url.startswith("/"):
+        return url if "?" not in url and "#" not in url else None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        return None
+    return parts.netloc.lower() + parts.path
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._infos: dict[str, CapabilityInfo] = {}
+        self._versions: dict[CapabilityRef, CapabilityVersion] = {}
+        self._compiled: dict[CapabilityRef, _Compiled] = {}
+        self._aliases: dict[str, CapabilityRef] = {}
+
+    # ----------------------------------------------------------------- loading
+
+    @classmethod
+    def from_directory(cls, path: Path) -> Registry:
+        """Load, convert, check and compile every capability under `path`; CapabilityLoadError if anything is off."""
+        path = Path(path)
+        if not path.is_dir():
+            raise CapabilityLoadError(f"capabilities directory {path} does not exist")
+        registry = cls()
+        for directory in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+            registry._load_capability(directory)
+        return registry
+
+    def _load_capability(self, directory: Path) -> None:
+        meta_path = directory / "capability.json"
+        meta = _read_json(meta_path)
+        if not isinstance(meta, dict):
+            raise CapabilityLoadError(f"{meta_path}: must be a JSON object")
+        capability_id = meta.get("id")
+        if capability_id != directory.name or not _ID_RE.match(directory.name):
+            raise CapabilityLoadError(
+                f"{meta_path}: id must equal the directory name {directory.name!r} and match {_ID_RE.pattern}"
+            )
+        for key in ("title", "description"):
+            if not isinstance(meta.get(key), str):
+                raise CapabilityLoadError(f"{meta_path}: {key!r} must be a string")
+        openapi_root = meta.get("openapi_root")
+        if openapi_root is not None and not isinstance(openapi_root, str):
+            raise CapabilityLoadError(f"{meta_path}: 'openapi_root' must be a string")
+
+        versions: list[Version] = []
+        for version_dir in sorted(p for p in directory.iterdir() if p.is_dir()):
+            match = _VERSION_DIR_RE.match(version_dir.name)
+            if not match:
+                raise CapabilityLoadError(f"{version_dir}: version directories are named X.Y.Z (no 'v')")
+            ref = CapabilityRef(capability_id, Version(match["version"]))
+            self._load_version(ref, version_dir, openapi_root)
+            versions.append(ref.version)
+        if not versions:
+            raise CapabilityLoadError(f"{directory}: no version directory (X.Y.Z/schema.json)")
+        versions.sort()
+
+        aliases = meta.get("aliases", [])
+        if not isinstance(aliases, list):
+            raise CapabilityLoadError(f"{meta_path}: 'aliases' must be a list")
+        for alias in aliases:
+            if not (isinstance(alias, dict) and isinstance(alias.get("url"), str) and alias.get("version")):
+                raise CapabilityLoadError(f'{meta_path}: each alias is {{"url": ..., "version": "X.Y.Z"}}')
+            match = _VERSION_DIR_RE.match(str(alias["version"]))
+            if not match or Version(match["version"]) not in versions:
+                raise CapabilityLoadError(f"{meta_path}: alias {alias['url']} names unknown version {alias['version']}")
+            alias_key = _normalize_url(alias["url"])
+            if alias_key is None:
+                raise CapabilityLoadError(f"{meta_path}: alias {alias['url']!r} is not an http(s) URL")
+            if alias_key in self._aliases:
+                raise CapabilityLoadError(f"{meta_path}: alias {alias['url']} is already {self._aliases[alias_key]}")
+            self._aliases[alias_key] = CapabilityRef(capability_id, Version(match["version"]))
+
+        self._infos[capability_id] = CapabilityInfo(
+            id=capability_id,
+            title=meta["title"],
+            description=meta["description"],
+            aliases=[{"url": a["url"], "version": str(a["version"])} for a in aliases],
+            versions=versions,
+        )
+
+    def _load_version(self, ref: CapabilityRef, directory: Path, openapi_root: str | None) -> None:
+        schema_path = directory / "schema.json"
+        source = _read_json(schema_path)
+        try:
+            schema = to_json_schema(source, openapi_root)
+        except SchemaFormatError as exc:
+            raise CapabilityLoadError(f"{schema_path}: {exc}") from None
+        try:
+            jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise CapabilityLoadError(
+                f"{schema_path}: not a valid JSON Schema at {json_pointer(exc.absolute_path) or '/'}: {exc.message}"
+            ) from None
+        try:
+            root = compile_schema(schema)
+            branch_pointers = message_branches(schema)
+            branches = {
+                message_type: compile_schema(_branch_schema(schema, pointer, ref))
+                for message_type, pointer in branch_pointers.items()
+            }
+        except CapabilityLoadError as exc:
+            raise CapabilityLoadError(f"{schema_path}: {exc}") from None
+        except Exception as exc:  # jsonschema_rs reports schema and $ref errors as ValidationError
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise CapabilityLoadError(f"{schema_path}: cannot compile: {first_line}") from None
+
+        examples: dict[str, dict[str, Any]] = {}
+        examples_dir = directory / "examples"
+        if examples_dir.is_dir():
+            for example_path in sorted(examples_dir.glob("*.json")):
+                example = _read_json(example_path)
+                if not isinstance(example, dict):
+                    raise CapabilityLoadError(f"{example_path}: an example message must be a JSON object")
+                examples[example_path.name] = example
+
+        self._versions[ref] = CapabilityVersion(
+            ref=ref, schema=schema, source=source, examples=examples, message_types=list(branch_pointers)
+        )
+        self._compiled[ref] = _Compiled(root=root, branches=branches)
+
+    # ----------------------------------------------------------------- lookups
+
+    def resolve(self, url: str) -> CapabilityRef | None:
+        """The (capability, version) a schema URL names; None for an unknown capability or URL form.
+
+        A known capability at a version this registry lacks still resolves (negotiation goes by major);
+        `get` returns None for it.
+        """
+        if not isinstance(url, str):
+            return None
+        key = _normalize_url(url)
+        if key is None:
+            return None
+        alias = self._aliases.get(key)
+        if alias is not None:
+            return alias
+        for form in _URL_FORMS:
+            match = form.match(key)
+            if match and match["id"] in self._infos:
+                return CapabilityRef(match["id"], Version(match["version"]))
+        return None
+
+    def capability(self, capability_id: str) -> CapabilityInfo | None:
+        return self._infos.get(capability_id)
+
+    def capabilities(self) -> list[CapabilityInfo]:
+        return [self._infos[k] for k in sorted(self._infos)]
+
+    def get(self, ref: CapabilityRef) -> CapabilityVersion | None:
+        return self._versions.get(ref)
+
+    def versions(self, capability_id: str) -> list[Version]:
+        info = self._infos.get(capability_id)
+        return list(info.versions) if info else []
+
+    def validator(self, ref: CapabilityRef) -> Any:
+        """The compiled jsonschema_rs validator for the whole schema (compiled once, at load)."""
+        compiled = self._compiled.get(ref)
+        if compiled is None:
+            raise UnknownCapabilityVersion(str(ref))
+        return compiled.root
+
+    # -------------------------------------------------------------- validation
+
+    def validate(self, ref: CapabilityRef, message: dict[str, Any], limit: int = 5) -> list[SchemaIssue]:
+        """[] when `message` is valid for `ref`; else at most `limit` issues, first error first.
+
+        Errors are reported against the branch of the message type the message carries (its first
+        top-level key that is one of `message_types`); a message carrying none gets one root issue.
+        Raises UnknownCapabilityVersion when the registry does not have `ref` (check `get` first).
+        """
+        compiled = self._compiled.get(ref)
+        if compiled is None:
+            raise UnknownCapabilityVersion(str(ref))
+        if compiled.root.is_valid(message):
+            return []
+        limit = max(1, limit)
+        if not isinstance(message, dict):
+            return [SchemaIssue("", f"a {ref.id} message must be a JSON object")]
+        message_type = next((key for key in message if key in compiled.branches), None)
+        if message_type is None:
+            types = ", ".join(compiled.branches)
+            return [SchemaIssue("", f"expected a top-level key naming a message type of {ref}: {types}")]
+        issues = _issues(compiled.branches[message_type].iter_errors(message), limit)
+        return issues or _issues(compiled.root.iter_errors(message), limit)
+
+
+def _issues(errors: Iterable[Any], limit: int) -> list[SchemaIssue]:
+    issues: list[SchemaIssue] = []
+    for error in errors:
+        message = error.message
+        if len(message) > MAX_ISSUE_MESSAGE:
+            message = message[: MAX_ISSUE_MESSAGE - 1] + "…"
+        issues.append(SchemaIssue(json_pointer(error.instance_path), message))
+        if len(issues) >= limit:
+            break
+    return issues
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CapabilityLoadError(f"{path}: missing") from None
+    except (OSError, ValueError) as exc:
+        raise CapabilityLoadError(f"{path}: not readable JSON: {exc}") from None

@@ -1,0 +1,83 @@
+"""The capability registry as clients see it, and each thread's negotiated capability table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from aitp.auth import Principal
+from aitp.capabilities.negotiate import negotiate
+from aitp.capabilities.registry import CapabilityInfo, CapabilityRef
+from aitp.errors import NotFound
+from aitp.runtime import Runtime, now
+from aitp.services.access import readable_thread
+from aitp.store.base import ActorRecord, MembershipFollowUp, NewEvent
+
+
+def _capability(info: CapabilityInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "object": "capability",
+        "title": info.title,
+        "description": info.description,
+        "versions": [str(v) for v in info.versions],
+        "latest": str(info.versions[-1]) if info.versions else None,
+        "schema_urls": {str(v): CapabilityRef(info.id, v).url for v in info.versions},
+        "aliases": info.aliases,
+    }
+
+
+def list_capabilities(rt: Runtime) -> dict[str, Any]:
+    return {"object": "list", "data": [_capability(c) for c in rt.registry.capabilities()]}
+
+
+def _info(rt: Runtime, capability_id: str) -> CapabilityInfo:
+    info = rt.registry.capability(capability_id)
+    if info is None:
+        raise NotFound(
+            f"No capability registered with id '{capability_id}'.", param="capability_id", code="capability_not_found"
+        )
+    return info
+
+
+def get_capability(rt: Runtime, capability_id: str) -> dict[str, Any]:
+    return _capability(_info(rt, capability_id))
+
+
+def get_schema(rt: Runtime, capability_id: str, version: str) -> dict[str, Any]:
+    """The schema document exactly as published for that version."""
+    _info(rt, capability_id)
+    try:
+        parsed = Version(version.removeprefix("v"))
+    except InvalidVersion:
+        parsed = None
+    found = None if parsed is None else rt.registry.get(CapabilityRef(capability_id, parsed))
+    if found is None:
+        raise NotFound(
+            f"Capability '{capability_id}' has no version '{version}'.",
+            param="version",
+            code="capability_version_not_found",
+        )
+    return found.source
+
+
+def thread_table(rt: Runtime, thread_id: str, actors: list[ActorRecord]) -> dict[str, Any]:
+    return {**negotiate(rt.registry, actors), "thread_id": thread_id}
+
+
+async def thread_capabilities(rt: Runtime, principal: Principal, thread_id: str) -> dict[str, Any]:
+    view = await readable_thread(rt, principal, thread_id)
+    return thread_table(rt, thread_id, view.actors)
+
+
+def capabilities_changed(rt: Runtime, thread_id: str) -> MembershipFollowUp:
+    """A membership follow-up: a `thread.capabilities.updated` event when the table changes."""
+
+    def follow_up(before: list[ActorRecord], after: list[ActorRecord]) -> NewEvent | None:
+        old, new = negotiate(rt.registry, before), negotiate(rt.registry, after)
+        if old == new:
+            return None
+        return NewEvent("thread.capabilities.updated", {**new, "thread_id": thread_id}, now())
+
+    return follow_up

@@ -102,9 +102,15 @@ async def store(backend: Backend) -> AsyncIterator[Store]:
 class API:
     """An in-process client of the app plus helpers to mint actor keys."""
 
-    def __init__(self, transport: httpx.ASGITransport) -> None:
+    def __init__(self, transport: httpx.ASGITransport, app: Any) -> None:
         self._transport = transport
+        self._app = app
         self.admin = self.client(ADMIN_KEY)
+
+    def settings_override(self, **changes: Any) -> None:
+        """Run the rest of the test with these settings changed (e.g. unknown_capabilities)."""
+        runtime = self._app.state.runtime
+        runtime.settings = runtime.settings.with_overrides(**changes)
 
     def client(self, key: str | None) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -123,7 +129,7 @@ class API:
 @pytest.fixture
 async def api(store: Store) -> AsyncIterator[API]:
     app = create_app(Settings(store_url="unused://", admin_key=ADMIN_KEY), store=store)
-    yield API(httpx.ASGITransport(app=app))
+    yield API(httpx.ASGITransport(app=app), app)
 
 
 def free_port() -> int:

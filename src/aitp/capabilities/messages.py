@@ -116,5 +116,11 @@ def check_parts(
                 param=f"{param}.$schema",
                 code="capability_not_supported",
             )
-        summary[part.index] = {"capability": ref.id, "version": str(ref.version), "type": part.type, "validated": True}
+        summary[part.index] = {
+            "capability": ref.id,
+            "version": str(ref.version),
+            "type": part.type,
+            "validated": True,
+            "schema": part.schema_url,
+        }
     return summary

@@ -37,7 +37,7 @@ class AitpPart(BaseModel):
     version: str | None
     type: str | None  # the message type: its top-level key, e.g. `request_decision`
     validated: bool
-    schema_: str | None = Field(default=None, alias="schema", serialization_alias="schema")
+    schema_: str = Field(alias="schema", serialization_alias="schema")  # the `$schema` URL as sent
 
 
 class Message(BaseModel):

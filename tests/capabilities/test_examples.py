@@ -40,7 +40,8 @@ def registry() -> Registry:
 
 
 def example_id(path: Path) -> str:
-    return "/".join(path.relative_to(DIRECTORY).parts[::2])  # <id>/<file>
+    parts = path.relative_to(DIRECTORY).parts
+    return f"{parts[0]}/{parts[-1]}"
 
 
 # --------------------------------------------------------------------------------- shipped examples

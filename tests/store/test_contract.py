@@ -11,10 +11,14 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import pytest
+
 from aitp.ids import new_id
 from aitp.store import Store, open_store
 from aitp.store.base import (
     ActorRecord,
+    CapabilityRef,
+    DuplicateRef,
     EventRecord,
     KeyRecord,
     MessageRecord,
@@ -986,3 +990,48 @@ async def test_remove_actor_follow_up_returning_none_adds_nothing(store: Store) 
     assert await seqs(store, thread.id) == [1, 2]
     assert await store.remove_actor(thread.id, "bob", ev("thread.actor.left"), follow_up) is None
     assert len(seen) == 1  # no follow-up when nothing changed
+
+
+# --- capability refs (requests and their answers) ------------------------------------------------
+
+
+def ref_rec(thread_id: str, kind: str, ref_id: str, message: MessageRecord, **body: Any) -> CapabilityRef:
+    return CapabilityRef(
+        thread_id=thread_id, kind=kind, ref_id=ref_id, message_id=message.id, actor=message.actor, body=body
+    )
+
+
+async def test_refs_are_stored_with_their_message_and_found_by_kind_and_id(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ())
+    request = message_rec(thread.id, "{...}", actor="bob")
+    ref = ref_rec(thread.id, "request_decision", "r1", request, type="radio", options=[{"id": "a"}])
+    await store.append_message(request, message_created(request), [ref])
+    assert await store.get_ref(thread.id, "request_decision", "r1") == ref
+    assert await store.get_ref(thread.id, "decision", "r1") is None
+    assert await store.get_ref("thread_other", "request_decision", "r1") is None
+
+
+async def test_a_second_ref_with_the_same_key_writes_nothing(store: Store) -> None:
+    """Answering a request twice is refused atomically: no message, no event, no ref."""
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ())
+    first = message_rec(thread.id, "yes", actor="alice")
+    await store.append_message(first, message_created(first), [ref_rec(thread.id, "decision", "r1", first)])
+    second = message_rec(thread.id, "no", actor="alice")
+    with pytest.raises(DuplicateRef) as raised:
+        await store.append_message(second, message_created(second), [ref_rec(thread.id, "decision", "r1", second)])
+    assert (raised.value.kind, raised.value.ref_id) == ("decision", "r1")
+    assert await store.get_message(thread.id, second.id) is None
+    assert await seqs(store, thread.id) == [1, 2]
+    assert (await store.get_ref(thread.id, "decision", "r1")).message_id == first.id  # type: ignore[union-attr]
+
+
+async def test_deleting_a_message_or_thread_drops_its_refs(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ())
+    answer = message_rec(thread.id, "yes", actor="alice")
+    await store.append_message(answer, message_created(answer), [ref_rec(thread.id, "decision", "r1", answer)])
+    await store.delete_message(thread.id, answer.id, ev("thread.message.deleted"))
+    assert await store.get_ref(thread.id, "decision", "r1") is None
+    again = message_rec(thread.id, "again", actor="alice")
+    await store.append_message(again, message_created(again), [ref_rec(thread.id, "decision", "r1", again)])
+    await store.delete_thread(thread.id, ev("thread.deleted"))
+    assert await store.get_ref(thread.id, "decision", "r1") is None

@@ -8,7 +8,7 @@ assigning the thread's next event sequence number.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,6 +47,31 @@ class MessageRecord:
     metadata: dict[str, str] = field(default_factory=dict)
     aitp: list[dict[str, Any] | None] | None = None  # per content part; None for plain parts
     seq: int = 0  # assigned by the store: the seq of the message's creation event
+
+
+@dataclass
+class CapabilityRef:
+    """A request (`request_decision`, `request_data`) or an answer to one, indexed by request id.
+
+    (thread_id, kind, ref_id) is unique: a request id is used once per thread, and an answer kind
+    (`decision`, `data`) may exist once per request, which makes "answered at most once" atomic.
+    """
+
+    thread_id: str
+    kind: str
+    ref_id: str
+    message_id: str
+    actor: str
+    body: dict[str, Any]
+
+
+class DuplicateRef(Exception):
+    """An append would store a second ref with the same (thread, kind, ref_id)."""
+
+    def __init__(self, kind: str, ref_id: str) -> None:
+        super().__init__(f"{kind} {ref_id!r} exists")
+        self.kind = kind
+        self.ref_id = ref_id
 
 
 @dataclass
@@ -153,8 +178,14 @@ class Store(abc.ABC):
 
     # messages
     @abc.abstractmethod
-    async def append_message(self, message: MessageRecord, event: NewEvent) -> EventRecord | None:
-        """Store a message and its event under one new seq (also set on `message`); None if no thread."""
+    async def append_message(
+        self, message: MessageRecord, event: NewEvent, refs: Sequence[CapabilityRef] = ()
+    ) -> EventRecord | None:
+        """Store a message, its event and its capability refs under one new seq (also set on
+        `message`); None if no thread. Raises DuplicateRef, writing nothing, if a ref exists."""
+
+    @abc.abstractmethod
+    async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None: ...
 
     @abc.abstractmethod
     async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None: ...

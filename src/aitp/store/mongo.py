@@ -8,19 +8,21 @@ writers of one thread, and `with_transaction` retries the losers of a write conf
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.client_session import AsyncClientSession
-from pymongo.errors import CollectionInvalid
+from pymongo.errors import CollectionInvalid, DuplicateKeyError
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 from aitp.store.base import (
     ActorEventRenderer,
     ActorRecord,
+    CapabilityRef,
+    DuplicateRef,
     EventRecord,
     KeyRecord,
     MembershipFollowUp,
@@ -149,7 +151,7 @@ class MongoStore(Store):
         # Collections exist before any transaction touches them (MongoDB < 4.4 cannot create them
         # inside one, and a transaction that only reads a missing collection has nothing to commit).
         existing = set(await db.list_collection_names())
-        for name in ("threads", "thread_actors", "messages", "events", "api_keys"):
+        for name in ("threads", "thread_actors", "messages", "events", "capability_refs", "api_keys"):
             if name not in existing:
                 try:
                     await db.create_collection(name)
@@ -160,6 +162,7 @@ class MongoStore(Store):
         await db.messages.create_index([("thread_id", ASCENDING), ("seq", ASCENDING)], unique=True)
         await db.events.create_index([("thread_id", ASCENDING), ("seq", ASCENDING)], unique=True)
         await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
+        await db.capability_refs.create_index([("message_id", ASCENDING)])
 
     async def close(self) -> None:
         if self._client is not None:
@@ -272,7 +275,7 @@ class MongoStore(Store):
             )
             if doc is None:
                 return None
-            for name in ("messages", "thread_actors", "events"):
+            for name in ("messages", "thread_actors", "events", "capability_refs"):
                 await self._db[name].delete_many({"thread_id": thread_id}, session=session)
             return await self._append_event(session, thread_id, event)
 
@@ -376,16 +379,47 @@ class MongoStore(Store):
 
     # messages
 
-    async def append_message(self, message: MessageRecord, event: NewEvent) -> EventRecord | None:
+    async def append_message(
+        self, message: MessageRecord, event: NewEvent, refs: Sequence[CapabilityRef] = ()
+    ) -> EventRecord | None:
         async def op(session: Session) -> EventRecord | None:
             if await self._live_thread(message.thread_id, session) is None:
                 return None
+            for ref in refs:
+                try:
+                    await self._db.capability_refs.insert_one(
+                        {
+                            "_id": f"{ref.thread_id}|{ref.kind}|{ref.ref_id}",
+                            "thread_id": ref.thread_id,
+                            "kind": ref.kind,
+                            "ref_id": ref.ref_id,
+                            "message_id": ref.message_id,
+                            "actor": ref.actor,
+                            "body": ref.body,
+                        },
+                        session=session,
+                    )
+                except DuplicateKeyError:
+                    raise DuplicateRef(ref.kind, ref.ref_id) from None
             stored = await self._append_event(session, message.thread_id, event)
             message.seq = stored.seq
             await self._db.messages.insert_one(_message_doc(message), session=session)
             return stored
 
         return await self._transaction(op)
+
+    async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None:
+        doc = await self._db.capability_refs.find_one({"_id": f"{thread_id}|{kind}|{ref_id}"})
+        if doc is None:
+            return None
+        return CapabilityRef(
+            thread_id=doc["thread_id"],
+            kind=doc["kind"],
+            ref_id=doc["ref_id"],
+            message_id=doc["message_id"],
+            actor=doc["actor"],
+            body=doc["body"],
+        )
 
     async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None:
         doc = await self._db.messages.find_one({"_id": message_id, "thread_id": thread_id})
@@ -436,7 +470,11 @@ class MongoStore(Store):
             if await self._live_thread(thread_id, session) is None:
                 return None
             result = await self._db.messages.delete_one({"_id": message_id, "thread_id": thread_id}, session=session)
-            return await self._append_event(session, thread_id, event) if result.deleted_count else None
+            if not result.deleted_count:
+                return None
+            # A deleted request can no longer be answered; a deleted answer frees its request.
+            await self._db.capability_refs.delete_many({"message_id": message_id}, session=session)
+            return await self._append_event(session, thread_id, event)
 
         return await self._transaction(op)
 

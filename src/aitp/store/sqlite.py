@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,6 +20,8 @@ import orjson
 from aitp.store.base import (
     ActorEventRenderer,
     ActorRecord,
+    CapabilityRef,
+    DuplicateRef,
     EventRecord,
     KeyRecord,
     MembershipFollowUp,
@@ -77,6 +79,16 @@ CREATE TABLE IF NOT EXISTS events (
     data TEXT NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS events_by_thread_seq ON events (thread_id, seq);
+CREATE TABLE IF NOT EXISTS capability_refs (
+    thread_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    ref_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (thread_id, kind, ref_id)
+);
+CREATE INDEX IF NOT EXISTS capability_refs_by_message ON capability_refs (message_id);
 CREATE TABLE IF NOT EXISTS api_keys (
     id TEXT PRIMARY KEY,
     hash TEXT NOT NULL UNIQUE,
@@ -354,6 +366,7 @@ class SQLiteStore(Store):
             conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
             conn.execute("DELETE FROM thread_actors WHERE thread_id = ?", (thread_id,))
             conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
+            conn.execute("DELETE FROM capability_refs WHERE thread_id = ?", (thread_id,))
             # The row stays as a tombstone so the seq never restarts and the final event has a home.
             conn.execute(
                 "UPDATE threads SET deleted = 1, metadata = '{}', tool_resources = NULL WHERE id = ?", (thread_id,)
@@ -454,16 +467,46 @@ class SQLiteStore(Store):
 
     # messages
 
-    async def append_message(self, message: MessageRecord, event: NewEvent) -> EventRecord | None:
+    async def append_message(
+        self, message: MessageRecord, event: NewEvent, refs: Sequence[CapabilityRef] = ()
+    ) -> EventRecord | None:
         def op(conn: sqlite3.Connection) -> EventRecord | None:
             if self._live_thread(conn, message.thread_id) is None:
                 return None
+            for ref in refs:
+                try:
+                    conn.execute(
+                        "INSERT INTO capability_refs (thread_id, kind, ref_id, message_id, actor, body)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        (ref.thread_id, ref.kind, ref.ref_id, ref.message_id, ref.actor, _dumps(ref.body)),
+                    )
+                except sqlite3.IntegrityError:
+                    raise DuplicateRef(ref.kind, ref.ref_id) from None
             stored = self._append_event(conn, message.thread_id, event)
             message.seq = stored.seq
             self._insert_message(conn, message)
             return stored
 
         return await self._run(self._write, op)
+
+    async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None:
+        def op() -> CapabilityRef | None:
+            row = self._conn.execute(  # type: ignore[union-attr]
+                "SELECT * FROM capability_refs WHERE thread_id = ? AND kind = ? AND ref_id = ?",
+                (thread_id, kind, ref_id),
+            ).fetchone()
+            if row is None:
+                return None
+            return CapabilityRef(
+                thread_id=row["thread_id"],
+                kind=row["kind"],
+                ref_id=row["ref_id"],
+                message_id=row["message_id"],
+                actor=row["actor"],
+                body=_loads(row["body"]),
+            )
+
+        return await self._run(op)
 
     async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None:
         def op() -> MessageRecord | None:
@@ -523,7 +566,11 @@ class SQLiteStore(Store):
             if self._live_thread(conn, thread_id) is None:
                 return None
             gone = conn.execute("DELETE FROM messages WHERE id = ? AND thread_id = ?", (message_id, thread_id)).rowcount
-            return self._append_event(conn, thread_id, event) if gone else None
+            if not gone:
+                return None
+            # A deleted request can no longer be answered; a deleted answer frees its request.
+            conn.execute("DELETE FROM capability_refs WHERE message_id = ?", (message_id,))
+            return self._append_event(conn, thread_id, event)
 
         return await self._run(self._write, op)
 

@@ -64,15 +64,17 @@ def check_parts(
     sender: str,
     actors: Sequence[ActorRecord],
     accept_unknown: bool,
-) -> list[dict[str, Any] | None] | None:
-    """Validate every capability part; return the message's `aitp` summary (None if it has none).
+) -> tuple[list[dict[str, Any] | None] | None, list[tuple[CapabilityPart, str]]]:
+    """Validate every capability part. Returns the message's `aitp` summary (None if it has no
+    capability part) and the validated parts with their capability id.
 
     Raises 422 `unknown_capability`, `invalid_capability_message` or `capability_not_supported`.
     """
     parts = capability_parts(content)
     if not parts:
-        return None
+        return None, []
     summary: list[dict[str, Any] | None] = [None] * len(content)
+    validated: list[tuple[CapabilityPart, str]] = []
     for part in parts:
         param = f"content[{part.index}]"
         ref = registry.resolve(part.schema_url)
@@ -123,4 +125,5 @@ def check_parts(
             "validated": True,
             "schema": part.schema_url,
         }
-    return summary
+        validated.append((part, ref.id))
+    return summary, validated

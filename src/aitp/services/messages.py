@@ -6,7 +6,8 @@ from typing import Any
 
 from aitp import render
 from aitp.auth import Principal
-from aitp.capabilities.messages import check_parts
+from aitp.capabilities.correlate import correlate, duplicate_error
+from aitp.capabilities.messages import CapabilityPart, check_parts
 from aitp.errors import InvalidRequest, PermissionDenied, message_not_found, thread_not_found
 from aitp.ids import new_id
 from aitp.models import CreateMessageRequest, ModifyMessageRequest
@@ -14,7 +15,7 @@ from aitp.runtime import Runtime, now
 from aitp.services.access import ThreadView, acting_actor, readable_thread
 from aitp.services.inputs import check_attachments, check_metadata, normalize_content
 from aitp.services.paging import cursor_page
-from aitp.store.base import MessageRecord, NewEvent, Order
+from aitp.store.base import DuplicateRef, MessageRecord, NewEvent, Order
 
 
 def _param(prefix: str, name: str) -> str:
@@ -23,7 +24,7 @@ def _param(prefix: str, name: str) -> str:
 
 def build_message(
     rt: Runtime, principal: Principal, view: ThreadView, body: CreateMessageRequest, created_at: int, param: str = ""
-) -> MessageRecord:
+) -> tuple[MessageRecord, list[tuple[CapabilityPart, str]]]:
     """A message record: author checked (no impersonation, must be a member), role derived,
     capability parts validated and summarised in `aitp`."""
     metadata = dict(body.metadata or {})
@@ -45,14 +46,14 @@ def build_message(
     content = normalize_content(body.content, _param(param, "content"))
     attachments = check_attachments(body.attachments, _param(param, "attachments"))
     metadata = check_metadata(metadata, _param(param, "metadata"))
-    aitp = check_parts(
+    aitp, parts = check_parts(
         rt.registry,
         content,
         sender=actor,
         actors=view.actors,
         accept_unknown=rt.settings.unknown_capabilities == "accept",
     )
-    return MessageRecord(
+    record = MessageRecord(
         id=new_id("msg"),
         thread_id=view.thread.id,
         created_at=created_at,
@@ -63,6 +64,7 @@ def build_message(
         metadata=metadata,
         aitp=aitp,
     )
+    return record, parts
 
 
 async def create_message(
@@ -70,9 +72,14 @@ async def create_message(
 ) -> dict[str, Any]:
     view = await readable_thread(rt, principal, thread_id)
     created_at = now()
-    record = build_message(rt, principal, view, body, created_at)
+    record, parts = build_message(rt, principal, view, body, created_at)
+    refs = await correlate(rt.store, thread_id, record.id, record.actor, parts) if parts else []
     message = render.message(record)
-    if await rt.store.append_message(record, NewEvent("thread.message.created", message, created_at)) is None:
+    try:
+        stored = await rt.store.append_message(record, NewEvent("thread.message.created", message, created_at), refs)
+    except DuplicateRef as exc:
+        raise duplicate_error(exc) from None
+    if stored is None:
         raise thread_not_found(thread_id)  # deleted meanwhile
     return message
 

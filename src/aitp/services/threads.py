@@ -9,6 +9,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from aitp import render
 from aitp.auth import Principal
+from aitp.capabilities.correlate import correlate, duplicate_error
 from aitp.capabilities.declarations import normalize_declaration
 from aitp.errors import InvalidRequest, NotFound, PermissionDenied, most_specific_error, param_of, thread_not_found
 from aitp.ids import new_id
@@ -18,7 +19,7 @@ from aitp.services import messages as message_service
 from aitp.services.access import ThreadView, readable_thread
 from aitp.services.inputs import check_metadata
 from aitp.services.paging import cursor_page
-from aitp.store.base import ActorRecord, MessageRecord, NewEvent, Order, ThreadRecord
+from aitp.store.base import ActorRecord, CapabilityRef, DuplicateRef, MessageRecord, NewEvent, Order, ThreadRecord
 
 # Keys of the rendered metadata that the server owns (AITP-T01 carries them in metadata).
 RESERVED_METADATA = ("actors", "parent_id")
@@ -114,13 +115,19 @@ async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadReq
     )
     view = ThreadView(thread, actors)
     messages: list[tuple[MessageRecord, NewEvent]] = []
+    refs: list[CapabilityRef] = []
     for i, item in enumerate(body.messages or []):
         request = CreateMessageRequest(content=[item]) if isinstance(item, str) else item
-        record = message_service.build_message(rt, principal, view, request, created_at, param=f"messages[{i}]")
+        record, parts = message_service.build_message(rt, principal, view, request, created_at, param=f"messages[{i}]")
+        refs.extend(await correlate(rt.store, thread_id, record.id, record.actor, parts) if parts else [])
         messages.append((record, NewEvent("thread.message.created", render.message(record), created_at)))
 
     thread_object = render.thread(thread, actors)
-    await rt.store.create_thread(thread, actors, NewEvent("thread.created", thread_object, created_at), messages)
+    created = NewEvent("thread.created", thread_object, created_at)
+    try:
+        await rt.store.create_thread(thread, actors, created, messages, refs)
+    except DuplicateRef as exc:
+        raise duplicate_error(exc) from None
     return thread_object
 
 

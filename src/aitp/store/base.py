@@ -129,8 +129,10 @@ class Store(abc.ABC):
         actors: list[ActorRecord],
         created: NewEvent,
         messages: list[tuple[MessageRecord, NewEvent]],
+        refs: Sequence[CapabilityRef] = (),
     ) -> list[EventRecord]:
-        """Insert a thread, its actors and first messages; events get seq 1, 2, ... in order."""
+        """Insert a thread, its actors, first messages and their capability refs; events get seq
+        1, 2, ... in order. Raises DuplicateRef, writing nothing, on a repeated ref."""
 
     @abc.abstractmethod
     async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...

@@ -197,6 +197,24 @@ class MongoStore(Store):
         )
         return EventRecord(thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data)
 
+    async def _insert_refs(self, session: Session, refs: Sequence[CapabilityRef]) -> None:
+        for ref in refs:
+            try:
+                await self._db.capability_refs.insert_one(
+                    {
+                        "_id": f"{ref.thread_id}|{ref.kind}|{ref.ref_id}",
+                        "thread_id": ref.thread_id,
+                        "kind": ref.kind,
+                        "ref_id": ref.ref_id,
+                        "message_id": ref.message_id,
+                        "actor": ref.actor,
+                        "body": ref.body,
+                    },
+                    session=session,
+                )
+            except DuplicateKeyError:
+                raise DuplicateRef(ref.kind, ref.ref_id) from None
+
     async def _live_thread(self, thread_id: str, session: Session | None = None) -> dict[str, Any] | None:
         return await self._db.threads.find_one({"_id": thread_id, "deleted": False}, session=session)
 
@@ -212,6 +230,7 @@ class MongoStore(Store):
         actors: list[ActorRecord],
         created: NewEvent,
         messages: list[tuple[MessageRecord, NewEvent]],
+        refs: Sequence[CapabilityRef] = (),
     ) -> list[EventRecord]:
         async def op(session: Session) -> list[EventRecord]:
             await self._db.threads.insert_one(
@@ -231,6 +250,7 @@ class MongoStore(Store):
                 await self._db.thread_actors.insert_many(
                     [_actor_doc(a, i) for i, a in enumerate(actors)], session=session
                 )
+            await self._insert_refs(session, refs)
             events = [await self._append_event(session, thread.id, created)]
             for message, event in messages:
                 stored = await self._append_event(session, thread.id, event)
@@ -385,22 +405,7 @@ class MongoStore(Store):
         async def op(session: Session) -> EventRecord | None:
             if await self._live_thread(message.thread_id, session) is None:
                 return None
-            for ref in refs:
-                try:
-                    await self._db.capability_refs.insert_one(
-                        {
-                            "_id": f"{ref.thread_id}|{ref.kind}|{ref.ref_id}",
-                            "thread_id": ref.thread_id,
-                            "kind": ref.kind,
-                            "ref_id": ref.ref_id,
-                            "message_id": ref.message_id,
-                            "actor": ref.actor,
-                            "body": ref.body,
-                        },
-                        session=session,
-                    )
-                except DuplicateKeyError:
-                    raise DuplicateRef(ref.kind, ref.ref_id) from None
+            await self._insert_refs(session, refs)
             stored = await self._append_event(session, message.thread_id, event)
             message.seq = stored.seq
             await self._db.messages.insert_one(_message_doc(message), session=session)

@@ -287,6 +287,18 @@ class SQLiteStore(Store):
         )
 
     @staticmethod
+    def _insert_refs(conn: sqlite3.Connection, refs: Sequence[CapabilityRef]) -> None:
+        for ref in refs:
+            try:
+                conn.execute(
+                    "INSERT INTO capability_refs (thread_id, kind, ref_id, message_id, actor, body)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (ref.thread_id, ref.kind, ref.ref_id, ref.message_id, ref.actor, _dumps(ref.body)),
+                )
+            except sqlite3.IntegrityError:
+                raise DuplicateRef(ref.kind, ref.ref_id) from None
+
+    @staticmethod
     def _actors(conn: sqlite3.Connection, thread_id: str) -> list[ActorRecord]:
         rows = conn.execute("SELECT * FROM thread_actors WHERE thread_id = ? ORDER BY position", (thread_id,))
         return [_actor(r) for r in rows]
@@ -299,6 +311,7 @@ class SQLiteStore(Store):
         actors: list[ActorRecord],
         created: NewEvent,
         messages: list[tuple[MessageRecord, NewEvent]],
+        refs: Sequence[CapabilityRef] = (),
     ) -> list[EventRecord]:
         def op(conn: sqlite3.Connection) -> list[EventRecord]:
             conn.execute(
@@ -321,6 +334,7 @@ class SQLiteStore(Store):
                     for i, a in enumerate(actors)
                 ],
             )
+            self._insert_refs(conn, refs)
             events = [self._append_event(conn, thread.id, created)]
             for message, event in messages:
                 stored = self._append_event(conn, thread.id, event)
@@ -473,15 +487,7 @@ class SQLiteStore(Store):
         def op(conn: sqlite3.Connection) -> EventRecord | None:
             if self._live_thread(conn, message.thread_id) is None:
                 return None
-            for ref in refs:
-                try:
-                    conn.execute(
-                        "INSERT INTO capability_refs (thread_id, kind, ref_id, message_id, actor, body)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
-                        (ref.thread_id, ref.kind, ref.ref_id, ref.message_id, ref.actor, _dumps(ref.body)),
-                    )
-                except sqlite3.IntegrityError:
-                    raise DuplicateRef(ref.kind, ref.ref_id) from None
+            self._insert_refs(conn, refs)
             stored = self._append_event(conn, message.thread_id, event)
             message.seq = stored.seq
             self._insert_message(conn, message)

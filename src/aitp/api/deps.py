@@ -8,6 +8,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from aitp.auth import Principal, authenticate, bearer_token
+from aitp.errors import PermissionDenied
 from aitp.runtime import Runtime
 
 # Declares the scheme in the OpenAPI document; the header itself is parsed by `bearer_token`.
@@ -26,5 +27,12 @@ async def get_principal(
     return await authenticate(runtime.store, token, runtime.settings.admin_key)
 
 
+def get_admin(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+    if not principal.admin:
+        raise PermissionDenied("This operation needs an admin key.", code="admin_required")
+    return principal
+
+
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+AdminDep = Annotated[Principal, Depends(get_admin)]

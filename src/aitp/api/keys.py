@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from aitp.api.deps import PrincipalDep, RuntimeDep
+from aitp.api.deps import AdminDep, RuntimeDep
 from aitp.api.errors import ERROR_RESPONSES
 from aitp.api.responses import FastJSONResponse
 from aitp.models import ApiKeyList, CreatedApiKey, CreateKeyRequest, DeletedObject
@@ -14,18 +14,15 @@ router = APIRouter(tags=["keys"], responses=ERROR_RESPONSES)
 
 
 @router.post("/keys", response_model=CreatedApiKey, summary="Create an API key (the secret is shown once)")
-async def create_key(body: CreateKeyRequest, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    keys.require_admin(principal)
+async def create_key(body: CreateKeyRequest, rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
     return FastJSONResponse(await keys.create_key(rt.store, body.actor, admin=body.admin, scopes=list(body.scopes)))
 
 
 @router.get("/keys", response_model=ApiKeyList, summary="List API keys")
-async def list_keys(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    keys.require_admin(principal)
+async def list_keys(rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
     return FastJSONResponse(await keys.list_keys(rt.store))
 
 
 @router.delete("/keys/{key_id}", response_model=DeletedObject, summary="Revoke an API key")
-async def revoke_key(key_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    keys.require_admin(principal)
+async def revoke_key(key_id: str, rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
     return FastJSONResponse(await keys.revoke_key(rt.store, key_id))

@@ -5,16 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from aitp import render
-from aitp.auth import ADMIN_ACTOR, Principal, generate_key, hash_key
-from aitp.errors import NotFound, PermissionDenied
+from aitp.auth import ADMIN_ACTOR, generate_key, hash_key
+from aitp.errors import NotFound
 from aitp.ids import new_id
 from aitp.runtime import now
 from aitp.store.base import KeyRecord, Store
-
-
-def require_admin(principal: Principal) -> None:
-    if not principal.admin:
-        raise PermissionDenied("This operation needs an admin key.", code="admin_required")
 
 
 async def create_key(

@@ -24,6 +24,11 @@ def ok(response: httpx.Response) -> Any:
     return response.json()
 
 
+def mint_key(server: ServerProcess, actor: str) -> str:
+    with client(server, ADMIN_KEY) as admin:
+        return ok(admin.post("/keys", json={"actor": actor}))["key"]
+
+
 def snapshot(http: httpx.Client, thread_id: str) -> dict[str, Any]:
     """Everything a member can read about a thread."""
     return {
@@ -43,9 +48,7 @@ def test_thread_messages_and_events_survive_a_restart_and_seq_continues(tmp_path
 
     first = start_server(store_url, tmp_path / "first.log", env)
     try:
-        with client(first, ADMIN_KEY) as admin:
-            user_key = ok(admin.post("/keys", json={"actor": USER}))["key"]
-            shop_key = ok(admin.post("/keys", json={"actor": SHOP}))["key"]
+        user_key, shop_key = mint_key(first, USER), mint_key(first, SHOP)
         with client(first, user_key) as user, client(first, shop_key) as shop:
             thread = ok(
                 user.post(
@@ -119,8 +122,7 @@ def test_a_deleted_thread_stays_deleted_after_a_restart(tmp_path: Path) -> None:
 
     first = start_server(store_url, tmp_path / "first.log", env)
     try:
-        with client(first, ADMIN_KEY) as admin:
-            user_key = ok(admin.post("/keys", json={"actor": USER}))["key"]
+        user_key = mint_key(first, USER)
         with client(first, user_key) as user:
             thread_id = ok(user.post("/threads", json={"messages": ["one", "two"]}))["id"]
             ok(user.delete(f"/threads/{thread_id}"))

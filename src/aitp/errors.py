@@ -89,5 +89,5 @@ def thread_not_found(thread_id: str) -> NotFound:
     return NotFound(f"No thread found with id '{thread_id}'.", param="thread_id", code="thread_not_found")
 
 
-def message_not_found(message_id: str) -> NotFound:
-    return NotFound(f"No message found with id '{message_id}'.", param="message_id", code="message_not_found")
+def message_not_found(message_id: str, param: str = "message_id") -> NotFound:
+    return NotFound(f"No message found with id '{message_id}'.", param=param, code="message_not_found")

@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from aitp.capabilities.registry import CapabilityInfo, CapabilityRef
 from aitp.store.base import ActorRecord, EventRecord, KeyRecord, MessageRecord, ThreadRecord
 
 
@@ -104,4 +105,17 @@ def page(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
         "first_id": items[0]["id"] if items else None,
         "last_id": items[-1]["id"] if items else None,
         "has_more": has_more,
+    }
+
+
+def capability(info: CapabilityInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "object": "capability",
+        "title": info.title,
+        "description": info.description,
+        "versions": [str(v) for v in info.versions],
+        "latest": str(info.versions[-1]) if info.versions else None,
+        "schema_urls": {str(v): CapabilityRef(info.id, v).url for v in info.versions},
+        "aliases": info.aliases,
     }

@@ -16,14 +16,8 @@ router = APIRouter(tags=["threads"], responses=ERROR_RESPONSES)
 
 
 @router.post("/threads", response_model=Thread, summary="Create a thread")
-async def create_thread(
-    rt: RuntimeDep, principal: PrincipalDep, body: Annotated[CreateThreadRequest | None, Body()] = None
-) -> FastJSONResponse:
-    return FastJSONResponse(await threads.create_thread(rt, principal, body or CreateThreadRequest()))
-
-
 @router.post("/thread", response_model=Thread, summary="Create a thread (AITP-T01 path)")
-async def create_thread_t01(
+async def create_thread(
     rt: RuntimeDep, principal: PrincipalDep, body: Annotated[CreateThreadRequest | None, Body()] = None
 ) -> FastJSONResponse:
     return FastJSONResponse(await threads.create_thread(rt, principal, body or CreateThreadRequest()))

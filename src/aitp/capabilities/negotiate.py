@@ -75,8 +75,8 @@ def negotiate(registry: Registry, actors: Sequence[ActorRecord]) -> dict[str, An
     table = []
     for capability_id in capability_ids:
         versions = registry.versions(capability_id)
-        common = [v for v in versions if all(cid_support(r, capability_id).admits(v) for r in resolved)]
-        supported_by = [r.actor for r in resolved if any(cid_support(r, capability_id).admits(v) for v in versions)]
+        common = [v for v in versions if all(support_for(r, capability_id).admits(v) for r in resolved)]
+        supported_by = [r.actor for r in resolved if any(support_for(r, capability_id).admits(v) for v in versions)]
         table.append(
             {
                 "id": capability_id,
@@ -90,7 +90,7 @@ def negotiate(registry: Registry, actors: Sequence[ActorRecord]) -> dict[str, An
     return {"object": "thread.capabilities", "data": table, "unknown": unknown}
 
 
-def cid_support(declarations: ActorDeclarations, capability_id: str) -> Support:
+def support_for(declarations: ActorDeclarations, capability_id: str) -> Support:
     return declarations.support.get(capability_id, Support())
 
 
@@ -100,5 +100,5 @@ def unable_to_read(registry: Registry, actors: Sequence[ActorRecord], capability
     return [
         a.id
         for a in actors
-        if not cid_support(resolve_declarations(registry, a), capability_id).admits_major(major, known)
+        if not support_for(resolve_declarations(registry, a), capability_id).admits_major(major, known)
     ]

@@ -6,6 +6,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from aitp import render
 from aitp.auth import Principal
 from aitp.capabilities.negotiate import negotiate
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef
@@ -15,21 +16,8 @@ from aitp.services.access import readable_thread
 from aitp.store.base import ActorRecord, MembershipFollowUp, NewEvent
 
 
-def _capability(info: CapabilityInfo) -> dict[str, Any]:
-    return {
-        "id": info.id,
-        "object": "capability",
-        "title": info.title,
-        "description": info.description,
-        "versions": [str(v) for v in info.versions],
-        "latest": str(info.versions[-1]) if info.versions else None,
-        "schema_urls": {str(v): CapabilityRef(info.id, v).url for v in info.versions},
-        "aliases": info.aliases,
-    }
-
-
 def list_capabilities(rt: Runtime) -> dict[str, Any]:
-    return {"object": "list", "data": [_capability(c) for c in rt.registry.capabilities()]}
+    return {"object": "list", "data": [render.capability(c) for c in rt.registry.capabilities()]}
 
 
 def _info(rt: Runtime, capability_id: str) -> CapabilityInfo:
@@ -42,7 +30,7 @@ def _info(rt: Runtime, capability_id: str) -> CapabilityInfo:
 
 
 def get_capability(rt: Runtime, capability_id: str) -> dict[str, Any]:
-    return _capability(_info(rt, capability_id))
+    return render.capability(_info(rt, capability_id))
 
 
 def get_schema(rt: Runtime, capability_id: str, version: str) -> dict[str, Any]:

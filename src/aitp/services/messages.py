@@ -87,9 +87,7 @@ async def create_message(
 async def _message_in(rt: Runtime, thread_id: str, message_id: str, param: str = "message_id") -> MessageRecord:
     record = await rt.store.get_message(thread_id, message_id)
     if record is None:
-        error = message_not_found(message_id)
-        error.param = param
-        raise error
+        raise message_not_found(message_id, param)
     return record
 
 

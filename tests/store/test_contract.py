@@ -18,6 +18,7 @@ from aitp.store import Store, open_store
 from aitp.store.base import (
     ActorRecord,
     CapabilityRef,
+    CapabilityVersionRecord,
     DuplicateRef,
     EventRecord,
     KeyRecord,
@@ -889,6 +890,59 @@ async def test_has_admin_key_only_while_an_admin_key_exists(store: Store) -> Non
     assert await store.has_admin_key() is False
 
 
+# --- capability registry ---------------------------------------------------------------------
+
+
+def capability_rec(
+    capability_id: str = "acme-orders", version: str = "1.0.0", **fields: Any
+) -> CapabilityVersionRecord:
+    defaults: dict[str, Any] = {
+        "schema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$ref": "#/$defs/order",
+            "$defs": {"order": {"type": "object", "required": ["order"], "properties": {"order": {"type": "string"}}}},
+        },
+        "examples": [{"$schema": "x", "order": "socks"}],
+        "aliases": ["https://acme.example/orders.json"],
+        "title": "Orders",
+        "description": "Acme orders",
+        "openapi_root": None,
+        "created_at": tick(),
+        "created_by": "dev.acme",
+    }
+    return CapabilityVersionRecord(id=capability_id, version=version, **{**defaults, **fields})
+
+
+async def test_registered_capability_versions_round_trip_in_registration_order(store: Store) -> None:
+    """Schemas keep their `$`-keys intact (MongoDB stores them as JSON text)."""
+    assert await store.list_capability_versions() == []
+    second, first = capability_rec(version="1.1.0"), capability_rec(version="1.0.0")
+    other = capability_rec("acme-returns", title=None, description=None, aliases=[], examples=[])
+
+    for record in (second, first, other):
+        assert await store.register_capability_version(record) == record
+
+    assert await store.list_capability_versions() == [second, first, other]
+
+
+async def test_the_first_registration_of_an_id_and_version_wins(store: Store) -> None:
+    original = capability_rec()
+    await store.register_capability_version(original)
+
+    rival = capability_rec(schema={"type": "object"}, created_by="someone.else")
+    assert await store.register_capability_version(rival) == original
+    assert await store.list_capability_versions() == [original]
+
+
+async def test_racing_registrations_of_one_version_store_exactly_one(store: Store) -> None:
+    rivals = [capability_rec(created_by=f"dev{i}", schema={"title": str(i)}) for i in range(8)]
+    results = await asyncio.gather(*(store.register_capability_version(r) for r in rivals))
+
+    stored = await store.list_capability_versions()
+    assert len(stored) == 1 and stored[0] in rivals
+    assert all(result == stored[0] for result in results)
+
+
 # --- persistence -------------------------------------------------------------------------------
 
 
@@ -903,6 +957,7 @@ async def test_everything_survives_closing_and_reopening_the_store(store: Store,
     await store.delete_thread(gone.id, ev("thread.deleted"))
     key = key_rec("alice", admin=True, scopes=["s"])
     await store.create_key(key)
+    await store.register_capability_version(capability_rec())
 
     async def snapshot(s: Store) -> tuple[object, ...]:
         return (
@@ -913,6 +968,7 @@ async def test_everything_survives_closing_and_reopening_the_store(store: Store,
             await s.list_events(gone.id, after=0, limit=100),
             await s.list_threads(None, limit=100, order="asc"),
             await s.list_keys(),
+            await s.list_capability_versions(),
         )
 
     before = await snapshot(store)
@@ -927,6 +983,7 @@ async def test_everything_survives_closing_and_reopening_the_store(store: Store,
         assert await reopened.get_thread(gone.id) is None
         assert await reopened.find_key(key.hash) == key
         assert await reopened.has_admin_key() is True
+        assert [r.id for r in before[7]] == ["acme-orders"]
         # and the seq carries on where it stopped
         assert (await reopened.append_message(message_rec(thread.id), ev("thread.message.created"))).seq == 6  # type: ignore[union-attr]
     finally:

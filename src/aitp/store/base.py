@@ -8,6 +8,7 @@ assigning the thread's next event sequence number.
 from __future__ import annotations
 
 import abc
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -101,6 +102,35 @@ class KeyRecord:
     created_at: int
     prefix: str
     scopes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CapabilityVersionRecord:
+    """A capability version registered through the API (shipped ones live in files, not here).
+
+    (id, version) is unique and immutable: the first registration wins.
+    """
+
+    id: str
+    version: str  # X.Y.Z
+    schema: dict[str, Any]  # as submitted (JSON Schema or OpenAPI document)
+    examples: list[dict[str, Any]]
+    aliases: list[str]  # extra $schema URLs that mean this version
+    title: str | None
+    description: str | None
+    openapi_root: str | None
+    created_at: int
+    created_by: str
+
+
+def capability_version_document(record: CapabilityVersionRecord) -> str:
+    """The stored JSON text of a registered version (both backends keep it as one string)."""
+    fields = ("id", "version", "schema", "examples", "aliases", "title", "description", "openapi_root")
+    return json.dumps({name: getattr(record, name) for name in fields}, sort_keys=True, ensure_ascii=False)
+
+
+def capability_version_from_document(document: str, created_at: int, created_by: str) -> CapabilityVersionRecord:
+    return CapabilityVersionRecord(**json.loads(document), created_at=created_at, created_by=created_by)
 
 
 ThreadEventRenderer = Callable[[ThreadRecord, list[ActorRecord]], NewEvent]
@@ -231,3 +261,13 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def has_admin_key(self) -> bool: ...
+
+    # capability registry
+
+    @abc.abstractmethod
+    async def register_capability_version(self, record: CapabilityVersionRecord) -> CapabilityVersionRecord:
+        """Store `record` unless (id, version) exists; returns the stored one (compare to see who won)."""
+
+    @abc.abstractmethod
+    async def list_capability_versions(self) -> list[CapabilityVersionRecord]:
+        """Every registered version, oldest registration first."""

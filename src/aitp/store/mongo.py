@@ -22,6 +22,7 @@ from aitp.store.base import (
     ActorEventRenderer,
     ActorRecord,
     CapabilityRef,
+    CapabilityVersionRecord,
     DuplicateRef,
     EventRecord,
     KeyRecord,
@@ -33,6 +34,8 @@ from aitp.store.base import (
     Store,
     ThreadEventRenderer,
     ThreadRecord,
+    capability_version_document,
+    capability_version_from_document,
 )
 
 T = TypeVar("T")
@@ -121,6 +124,10 @@ def _key(doc: dict[str, Any]) -> KeyRecord:
     )
 
 
+def _capability_version(doc: dict[str, Any]) -> CapabilityVersionRecord:
+    return capability_version_from_document(doc["document"], doc["created_at"], doc["created_by"])
+
+
 class MongoStore(Store):
     def __init__(self, url: str, database: str) -> None:
         self.url = url
@@ -151,7 +158,15 @@ class MongoStore(Store):
         # Collections exist before any transaction touches them (MongoDB < 4.4 cannot create them
         # inside one, and a transaction that only reads a missing collection has nothing to commit).
         existing = set(await db.list_collection_names())
-        for name in ("threads", "thread_actors", "messages", "events", "capability_refs", "api_keys"):
+        for name in (
+            "threads",
+            "thread_actors",
+            "messages",
+            "events",
+            "capability_refs",
+            "api_keys",
+            "capability_versions",
+        ):
             if name not in existing:
                 try:
                     await db.create_collection(name)
@@ -518,3 +533,26 @@ class MongoStore(Store):
 
     async def has_admin_key(self) -> bool:
         return await self._db.api_keys.find_one({"admin": True}) is not None
+
+    # capability registry
+
+    async def register_capability_version(self, record: CapabilityVersionRecord) -> CapabilityVersionRecord:
+        key = f"{record.id}@{record.version}"
+        try:
+            await self._db.capability_versions.insert_one(
+                {
+                    "_id": key,
+                    # a JSON string: schemas are full of "$ref"/"$schema" keys, which MongoDB < 5 refuses
+                    "document": capability_version_document(record),
+                    "created_at": record.created_at,
+                    "created_by": record.created_by,
+                }
+            )
+        except DuplicateKeyError:
+            pass
+        doc = await self._db.capability_versions.find_one({"_id": key})
+        return _capability_version(doc)
+
+    async def list_capability_versions(self) -> list[CapabilityVersionRecord]:
+        cursor = self._db.capability_versions.find({}).sort([("created_at", ASCENDING), ("_id", ASCENDING)])
+        return [_capability_version(d) async for d in cursor]

@@ -21,6 +21,7 @@ from aitp.store.base import (
     ActorEventRenderer,
     ActorRecord,
     CapabilityRef,
+    CapabilityVersionRecord,
     DuplicateRef,
     EventRecord,
     KeyRecord,
@@ -32,6 +33,8 @@ from aitp.store.base import (
     Store,
     ThreadEventRenderer,
     ThreadRecord,
+    capability_version_document,
+    capability_version_from_document,
 )
 
 T = TypeVar("T")
@@ -98,6 +101,15 @@ CREATE TABLE IF NOT EXISTS api_keys (
     created_at INTEGER NOT NULL,
     prefix TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS capability_versions (
+    position INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    version TEXT NOT NULL,
+    document TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    created_by TEXT NOT NULL,
+    UNIQUE (id, version)
+);
 """
 
 
@@ -154,6 +166,10 @@ def _event(row: sqlite3.Row) -> EventRecord:
         created_at=row["created_at"],
         data=_loads(row["data"]),
     )
+
+
+def _capability_version(row: sqlite3.Row) -> CapabilityVersionRecord:
+    return capability_version_from_document(row["document"], row["created_at"], row["created_by"])
 
 
 def _key(row: sqlite3.Row) -> KeyRecord:
@@ -625,5 +641,28 @@ class SQLiteStore(Store):
     async def has_admin_key(self) -> bool:
         def op() -> bool:
             return self._conn.execute("SELECT 1 FROM api_keys WHERE admin = 1 LIMIT 1").fetchone() is not None  # type: ignore[union-attr]
+
+        return await self._run(op)
+
+    # capability registry
+
+    async def register_capability_version(self, record: CapabilityVersionRecord) -> CapabilityVersionRecord:
+        def op(conn: sqlite3.Connection) -> CapabilityVersionRecord:
+            conn.execute(
+                "INSERT OR IGNORE INTO capability_versions (id, version, document, created_at, created_by)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (record.id, record.version, capability_version_document(record), record.created_at, record.created_by),
+            )
+            row = conn.execute(
+                "SELECT * FROM capability_versions WHERE id = ? AND version = ?", (record.id, record.version)
+            ).fetchone()
+            return _capability_version(row)
+
+        return await self._run(self._write, op)
+
+    async def list_capability_versions(self) -> list[CapabilityVersionRecord]:
+        def op() -> list[CapabilityVersionRecord]:
+            rows = self._conn.execute("SELECT * FROM capability_versions ORDER BY position")  # type: ignore[union-attr]
+            return [_capability_version(r) for r in rows]
 
         return await self._run(op)

@@ -13,6 +13,7 @@ from aitp.api import actors, capabilities, errors, events, keys, messages, threa
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.config import Settings
 from aitp.runtime import Runtime
+from aitp.services import registration
 from aitp.store import Store, open_store
 
 
@@ -32,6 +33,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if owns_store:
             await runtime.store.open()
+        await registration.sync_registry(runtime)
         try:
             yield
         finally:

@@ -15,6 +15,7 @@ class Runtime:
     store: Store
     registry: Registry
     settings: Settings
+    registry_synced_at: float = float("-inf")  # time.monotonic() of the last registry sync with the store
 
 
 def now() -> int:

@@ -11,12 +11,14 @@ from tests.conftest import API
 
 DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
 DATA = "https://aitp.dev/capabilities/aitp-03-data-request/v1.0.0/schema.json"
+PAYMENTS = "https://aitp.dev/capabilities/aitp-01-payments/v1.0.0/schema.json"
+LEGACY_PAYMENTS = "https://aitp.dev/v1/payments/schema.json"
 
 
 async def _thread(api: API) -> tuple[httpx.AsyncClient, httpx.AsyncClient, str]:
     user = await api.actor("user.near")
     shop = await api.actor("shop.near")
-    caps = [DECISIONS, DATA]
+    caps = [DECISIONS, DATA, PAYMENTS, LEGACY_PAYMENTS]
     body = {"actors": [{"id": "user.near", "capabilities": caps}, {"id": "shop.near", "capabilities": caps}]}
     return user, shop, (await user.post("/threads", json=body)).json()["id"]
 
@@ -148,3 +150,147 @@ async def test_a_request_in_the_threads_first_messages_can_be_answered(api: API)
     tid = created.json()["id"]
     choice = {"request_decision_id": "req-1", "options": [{"id": "blue-socks"}]}
     assert (await user.post(f"/threads/{tid}/messages", json=msg(DECISIONS, decision=choice))).status_code == 200
+
+
+# --- payments ----------------------------------------------------------------------------------
+
+QUOTE = {
+    "quote_id": "q-1",
+    "merchant_id": "shop.near",
+    "description": "Red socks, size L",
+    "expiration": "2030-01-01T00:00:00Z",
+    "payment_options": [
+        {
+            "amount": "12.50",
+            "currency": "USD",
+            "payment_methods": [{"type": "near_payment_channel", "token": "usdc.near", "recipient": "shop.near"}],
+        }
+    ],
+    "merchant_signature": "ed25519:shop",
+}
+
+
+def payment(quote_id: str = "q-1", amount: str = "12.50", currency: str = "USD") -> dict[str, Any]:
+    method = {"type": "near_payment_channel", "token": "usdc.near", "channel_id": "ch-1"}
+    return {
+        "quote_id": quote_id,
+        "payment_method": {**method, "amount": amount, "currency": currency},
+        "payer_id": "user.near",
+        "timestamp": "2029-01-01T00:00:00Z",
+        "payer_signature": "ed25519:user",
+    }
+
+
+CONFIRMATION = {
+    "quote_id": "q-1",
+    "payment_id": "pay-1",
+    "result": "success",
+    "timestamp": "2029-01-01T00:00:05Z",
+    "message": "Your socks are on their way",
+    "merchant_signature": "ed25519:shop",
+}
+
+
+async def test_shopping_flow_from_products_to_paid_order(api: API) -> None:
+    """The AITP sample flow: products decision, quote, payment, confirmation; each step checked."""
+    user, shop, tid = await _thread(api)
+    steps = [
+        (user, {"content": "I want socks"}),
+        (shop, msg(DECISIONS, request_decision=PRODUCTS)),
+        (user, msg(DECISIONS, decision={"request_decision_id": "req-1", "options": [{"id": "red-socks-l"}]})),
+        (shop, msg(PAYMENTS, quote=QUOTE)),
+        (user, msg(PAYMENTS, payment=payment())),
+        (shop, msg(PAYMENTS, payment_confirmation=CONFIRMATION)),
+    ]
+    for client, body in steps:
+        response = await client.post(f"/threads/{tid}/messages", json=body)
+        assert response.status_code == 200, response.text
+
+    messages = (await user.get(f"/threads/{tid}/messages", params={"order": "asc"})).json()["data"]
+    kinds = [(m["metadata"]["actor"], m["aitp"][0]["type"] if m["aitp"] else None) for m in messages]
+    assert kinds == [
+        ("user.near", None),
+        ("shop.near", "request_decision"),
+        ("user.near", "decision"),
+        ("shop.near", "quote"),
+        ("user.near", "payment"),
+        ("shop.near", "payment_confirmation"),
+    ]
+
+
+async def test_a_payment_must_pay_an_offered_option_of_a_quote_of_another_actor(api: API) -> None:
+    user, shop, tid = await _thread(api)
+    no_quote = await user.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment=payment()))
+    assert no_quote.status_code == 422
+    assert (no_quote.json()["error"]["code"], no_quote.json()["error"]["param"]) == (
+        "unknown_request",
+        "/payment/quote_id",
+    )
+
+    assert (await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, quote=QUOTE))).status_code == 200
+    own = await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment=payment()))
+    assert own.status_code == 422 and own.json()["error"]["code"] == "unknown_request"
+
+    for wrong in (payment(amount="1.00"), payment(currency="EUR")):
+        response = await user.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment=wrong))
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert (error["code"], error["param"]) == ("invalid_payment", "/payment/payment_method")
+
+    same_amount = payment(amount="12.5")  # amounts compare as decimals, not strings
+    assert (await user.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment=same_amount))).status_code == 200
+    twice = await user.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment=payment()))
+    assert twice.status_code == 409 and twice.json()["error"]["code"] == "already_answered"
+
+
+async def test_a_confirmation_must_follow_a_payment_made_by_another_actor(api: API) -> None:
+    user, shop, tid = await _thread(api)
+    assert (await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, quote=QUOTE))).status_code == 200
+    early = await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment_confirmation=CONFIRMATION))
+    assert early.status_code == 422
+    assert early.json()["error"]["param"] == "/payment_confirmation/quote_id"
+
+    assert (await user.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment=payment()))).status_code == 200
+    by_payer = await user.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment_confirmation=CONFIRMATION))
+    assert by_payer.status_code == 422 and by_payer.json()["error"]["code"] == "unknown_request"
+    confirmed = await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment_confirmation=CONFIRMATION))
+    assert confirmed.status_code == 200, confirmed.text
+    again = await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment_confirmation=CONFIRMATION))
+    assert again.status_code == 409 and again.json()["error"]["code"] == "already_answered"
+
+    reused = await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, quote=QUOTE))
+    assert reused.status_code == 409
+    assert (reused.json()["error"]["code"], reused.json()["error"]["param"]) == (
+        "duplicate_request_id",
+        "/quote/quote_id",
+    )
+
+
+async def test_hub_era_payments_correlate_by_quote_id(api: API) -> None:
+    """The pre-2025 model the hub UI sent as https://aitp.dev/v1/payments/schema.json."""
+    user, shop, tid = await _thread(api)
+    quote = {
+        "type": "Quote",
+        "quote_id": "legacy-1",
+        "payee_id": "shop.near",
+        "payment_plans": [{"plan_id": "p1", "plan_type": "one-time", "amount": 2.5, "currency": "USD"}],
+        "valid_until": "2030-01-01T00:00:00Z",
+    }
+    detail = {"account_id": "user.near", "amount": 2.5, "network": "NEAR", "token_type": "USDC", "transaction_id": "tx"}
+    authorization = {
+        "quote_id": "legacy-1",
+        "result": "success",
+        "timestamp": "2029-01-01T00:00:00Z",
+        "details": [detail],
+    }
+    result = {"quote_id": "legacy-1", "result": "success", "timestamp": "2029-01-01T00:00:09Z", "message": "Shipped", "details": []}
+
+    early = await user.post(f"/threads/{tid}/messages", json=msg(LEGACY_PAYMENTS, payment_authorization=authorization))
+    assert early.status_code == 422 and early.json()["error"]["code"] == "unknown_request"
+    for client, body in (
+        (shop, msg(LEGACY_PAYMENTS, quote=quote)),
+        (user, msg(LEGACY_PAYMENTS, payment_authorization=authorization)),
+        (shop, msg(LEGACY_PAYMENTS, payment_result=result)),
+    ):
+        response = await client.post(f"/threads/{tid}/messages", json=body)
+        assert response.status_code == 200, response.text

@@ -9,8 +9,8 @@ from fastapi import APIRouter
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.errors import ERROR_RESPONSES
 from aitp.api.responses import FastJSONResponse
-from aitp.models import Capability, CapabilityList, ThreadCapabilities
-from aitp.services import capabilities
+from aitp.models import Capability, CapabilityList, RegisterCapabilityRequest, ThreadCapabilities
+from aitp.services import capabilities, registration
 
 router = APIRouter(tags=["capabilities"], responses=ERROR_RESPONSES)
 
@@ -20,9 +20,23 @@ async def list_capabilities(rt: RuntimeDep, principal: PrincipalDep) -> FastJSON
     return FastJSONResponse(capabilities.list_capabilities(rt))
 
 
+@router.post(
+    "/capabilities",
+    response_model=Capability,
+    status_code=201,
+    summary="Register a capability or a new version of one (admin, or the `capabilities:write` scope)",
+    responses={200: {"model": Capability, "description": "Already registered with identical content"}},
+)
+async def register_capability(
+    body: RegisterCapabilityRequest, rt: RuntimeDep, principal: PrincipalDep
+) -> FastJSONResponse:
+    capability, created = await registration.register_capability(rt, principal, body)
+    return FastJSONResponse(capability, status_code=201 if created else 200)
+
+
 @router.get("/capabilities/{capability_id}", response_model=Capability, summary="Retrieve a capability")
 async def get_capability(capability_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(capabilities.get_capability(rt, capability_id))
+    return FastJSONResponse(await capabilities.get_capability(rt, capability_id))
 
 
 @router.get(
@@ -31,7 +45,7 @@ async def get_capability(capability_id: str, rt: RuntimeDep, principal: Principa
     summary="A capability version's schema as published (public: `$schema` URLs must resolve)",
 )
 async def get_schema(capability_id: str, version: str, rt: RuntimeDep) -> FastJSONResponse:
-    return FastJSONResponse(capabilities.get_schema(rt, capability_id, version))
+    return FastJSONResponse(await capabilities.get_schema(rt, capability_id, version))
 
 
 @router.get(

@@ -64,6 +64,14 @@ class RemoteReferenceRefused(ValueError):
     """A capability schema referred to a remote document; the server never fetches one."""
 
 
+class AliasRefused(ValueError):
+    """A URL that cannot become an alias; `taken` is what it already means, if that is the reason."""
+
+    def __init__(self, message: str, taken: CapabilityRef | None = None) -> None:
+        super().__init__(message)
+        self.taken = taken
+
+
 class UnknownCapabilityVersion(KeyError):
     """`Registry.validate` was asked about a (capability, version) the registry does not have."""
 
@@ -107,9 +115,76 @@ class CapabilityInfo:
 
 
 @dataclass
-class _Compiled:
+class CompiledVersion:
+    """A capability version with its validators, ready to be added to a registry."""
+
+    version: CapabilityVersion
     root: Any  # jsonschema_rs validator for the whole schema
     branches: dict[str, Any]  # message type -> jsonschema_rs validator for its branch
+
+    def validate(self, message: Any, limit: int = 5) -> list[SchemaIssue]:
+        """[] when `message` is valid; else at most `limit` issues, first error first.
+
+        Errors are reported against the branch of the message type the message carries (its first
+        top-level key that is one of `message_types`); a message carrying none gets one root issue.
+        """
+        if self.root.is_valid(message):
+            return []
+        ref = self.version.ref
+        if not isinstance(message, dict):
+            return [SchemaIssue("", f"a {ref.id} message must be a JSON object")]
+        message_type = next((key for key in message if key in self.branches), None)
+        if message_type is None:
+            types = ", ".join(self.branches)
+            return [SchemaIssue("", f"expected a top-level key naming a message type of {ref}: {types}")]
+        limit = max(1, limit)
+        issues = _issues(self.branches[message_type].iter_errors(message), limit)
+        return issues or _issues(self.root.iter_errors(message), limit)
+
+
+class SchemaRejected(ValueError):
+    """A schema that cannot serve as a capability version; `pointer` locates the problem in the schema."""
+
+    def __init__(self, message: str, pointer: str = "") -> None:
+        super().__init__(message)
+        self.pointer = pointer
+
+
+def compile_version(
+    ref: CapabilityRef,
+    source: Any,
+    openapi_root: str | None = None,
+    examples: dict[str, dict[str, Any]] | None = None,
+) -> CompiledVersion:
+    """Convert, metaschema-check and compile a published schema document; SchemaRejected if it can't serve.
+
+    Examples are kept, not checked here: the caller decides whether an invalid example is fatal.
+    """
+    try:
+        schema = to_json_schema(source, openapi_root)
+    except SchemaFormatError as exc:
+        raise SchemaRejected(str(exc)) from None
+    try:
+        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        pointer = json_pointer(exc.absolute_path)
+        raise SchemaRejected(f"not a valid JSON Schema at {pointer or '/'}: {exc.message}", pointer) from None
+    try:
+        root = compile_schema(schema)
+        branch_pointers = message_branches(schema)
+        branches = {
+            message_type: compile_schema(_branch_schema(schema, pointer, ref))
+            for message_type, pointer in branch_pointers.items()
+        }
+    except CapabilityLoadError as exc:
+        raise SchemaRejected(str(exc)) from None
+    except Exception as exc:  # jsonschema_rs reports schema and $ref errors as ValidationError
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SchemaRejected(f"cannot compile: {first_line}") from None
+    version = CapabilityVersion(
+        ref=ref, schema=schema, source=source, examples=dict(examples or {}), message_types=list(branch_pointers)
+    )
+    return CompiledVersion(version=version, root=root, branches=branches)
 
 
 def version_text(version: Version) -> str:
@@ -235,7 +310,7 @@ class Registry:
     def __init__(self) -> None:
         self._infos: dict[str, CapabilityInfo] = {}
         self._versions: dict[CapabilityRef, CapabilityVersion] = {}
-        self._compiled: dict[CapabilityRef, _Compiled] = {}
+        self._compiled: dict[CapabilityRef, CompiledVersion] = {}
         self._aliases: dict[str, CapabilityRef] = {}
 
     # ----------------------------------------------------------------- loading
@@ -268,6 +343,7 @@ class Registry:
         if openapi_root is not None and not isinstance(openapi_root, str):
             raise CapabilityLoadError(f"{meta_path}: 'openapi_root' must be a string")
 
+        self.add_capability(capability_id, meta["title"], meta["description"])
         versions: list[Version] = []
         for version_dir in sorted(p for p in directory.iterdir() if p.is_dir()):
             match = _VERSION_DIR_RE.match(version_dir.name)
@@ -289,47 +365,14 @@ class Registry:
             match = _VERSION_DIR_RE.match(str(alias["version"]))
             if not match or Version(match["version"]) not in versions:
                 raise CapabilityLoadError(f"{meta_path}: alias {alias['url']} names unknown version {alias['version']}")
-            alias_key = _normalize_url(alias["url"])
-            if alias_key is None:
-                raise CapabilityLoadError(f"{meta_path}: alias {alias['url']!r} is not an http(s) URL")
-            if alias_key in self._aliases:
-                raise CapabilityLoadError(f"{meta_path}: alias {alias['url']} is already {self._aliases[alias_key]}")
-            self._aliases[alias_key] = CapabilityRef(capability_id, Version(match["version"]))
-
-        self._infos[capability_id] = CapabilityInfo(
-            id=capability_id,
-            title=meta["title"],
-            description=meta["description"],
-            aliases=[{"url": a["url"], "version": str(a["version"])} for a in aliases],
-            versions=versions,
-        )
+            try:
+                self.add_alias(alias["url"], CapabilityRef(capability_id, Version(match["version"])))
+            except ValueError as exc:
+                raise CapabilityLoadError(f"{meta_path}: {exc}") from None
 
     def _load_version(self, ref: CapabilityRef, directory: Path, openapi_root: str | None) -> None:
         schema_path = directory / "schema.json"
         source = _read_json(schema_path)
-        try:
-            schema = to_json_schema(source, openapi_root)
-        except SchemaFormatError as exc:
-            raise CapabilityLoadError(f"{schema_path}: {exc}") from None
-        try:
-            jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise CapabilityLoadError(
-                f"{schema_path}: not a valid JSON Schema at {json_pointer(exc.absolute_path) or '/'}: {exc.message}"
-            ) from None
-        try:
-            root = compile_schema(schema)
-            branch_pointers = message_branches(schema)
-            branches = {
-                message_type: compile_schema(_branch_schema(schema, pointer, ref))
-                for message_type, pointer in branch_pointers.items()
-            }
-        except CapabilityLoadError as exc:
-            raise CapabilityLoadError(f"{schema_path}: {exc}") from None
-        except Exception as exc:  # jsonschema_rs reports schema and $ref errors as ValidationError
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise CapabilityLoadError(f"{schema_path}: cannot compile: {first_line}") from None
-
         examples: dict[str, dict[str, Any]] = {}
         examples_dir = directory / "examples"
         if examples_dir.is_dir():
@@ -338,11 +381,61 @@ class Registry:
                 if not isinstance(example, dict):
                     raise CapabilityLoadError(f"{example_path}: an example message must be a JSON object")
                 examples[example_path.name] = example
+        try:
+            compiled = compile_version(ref, source, openapi_root, examples)
+        except SchemaRejected as exc:
+            raise CapabilityLoadError(f"{schema_path}: {exc}") from None
+        self.add_version(compiled)
 
-        self._versions[ref] = CapabilityVersion(
-            ref=ref, schema=schema, source=source, examples=examples, message_types=list(branch_pointers)
-        )
-        self._compiled[ref] = _Compiled(root=root, branches=branches)
+    # ------------------------------------------------------- adding at run time
+
+    def add_capability(self, capability_id: str, title: str | None = None, description: str | None = None) -> None:
+        """Create a capability entry (no versions yet), or retitle an existing one."""
+        info = self._infos.get(capability_id)
+        if info is None:
+            self._infos[capability_id] = CapabilityInfo(
+                capability_id, title or capability_id, description or "", [], []
+            )
+            return
+        if title is not None:
+            info.title = title
+        if description is not None:
+            info.description = description
+
+    def add_version(self, compiled: CompiledVersion) -> None:
+        """Make a compiled version resolvable and usable; its capability must have been added."""
+        ref = compiled.version.ref
+        self._versions[ref] = compiled.version
+        self._compiled[ref] = compiled
+        info = self._infos.get(ref.id)
+        if info is not None and ref.version not in info.versions:
+            info.versions = sorted([*info.versions, ref.version])
+
+    def check_alias(self, url: str, ref: CapabilityRef) -> None:
+        """AliasRefused unless `url` could become an alias of `ref` (see `add_alias`)."""
+        key = _normalize_url(url)
+        if key is None or key.startswith("/"):
+            raise AliasRefused(f"alias {url!r} is not an absolute http(s) URL without query or fragment")
+        taken = self._aliases.get(key)
+        named = self.resolve(url)  # a canonical-form URL names a version even without an alias
+        if taken is None and named is not None and (named.id != ref.id or self.get(named) is not None):
+            taken = named
+        if taken is not None and taken != ref:
+            raise AliasRefused(f"alias {url} already means {taken}", taken=taken)
+
+    def add_alias(self, url: str, ref: CapabilityRef) -> None:
+        """Let `url` resolve to `ref`; AliasRefused if it is not an http(s) URL or already means something else."""
+        self.check_alias(url, ref)
+        self._aliases[_normalize_url(url)] = ref  # type: ignore[index]
+        info = self._infos[ref.id]
+        entry = {"url": url, "version": version_text(ref.version)}
+        if entry not in info.aliases:
+            info.aliases.append(entry)
+
+    def alias_of(self, url: str) -> CapabilityRef | None:
+        """The version an alias URL stands for (None when `url` is not an alias)."""
+        key = _normalize_url(url)
+        return None if key is None else self._aliases.get(key)
 
     # ----------------------------------------------------------------- lookups
 
@@ -389,26 +482,14 @@ class Registry:
     # -------------------------------------------------------------- validation
 
     def validate(self, ref: CapabilityRef, message: dict[str, Any], limit: int = 5) -> list[SchemaIssue]:
-        """[] when `message` is valid for `ref`; else at most `limit` issues, first error first.
+        """[] when `message` is valid for `ref`; else at most `limit` issues (see `CompiledVersion.validate`).
 
-        Errors are reported against the branch of the message type the message carries (its first
-        top-level key that is one of `message_types`); a message carrying none gets one root issue.
         Raises UnknownCapabilityVersion when the registry does not have `ref` (check `get` first).
         """
         compiled = self._compiled.get(ref)
         if compiled is None:
             raise UnknownCapabilityVersion(str(ref))
-        if compiled.root.is_valid(message):
-            return []
-        limit = max(1, limit)
-        if not isinstance(message, dict):
-            return [SchemaIssue("", f"a {ref.id} message must be a JSON object")]
-        message_type = next((key for key in message if key in compiled.branches), None)
-        if message_type is None:
-            types = ", ".join(compiled.branches)
-            return [SchemaIssue("", f"expected a top-level key naming a message type of {ref}: {types}")]
-        issues = _issues(compiled.branches[message_type].iter_errors(message), limit)
-        return issues or _issues(compiled.root.iter_errors(message), limit)
+        return compiled.validate(message, limit)
 
 
 def _issues(errors: Iterable[Any], limit: int) -> list[SchemaIssue]:

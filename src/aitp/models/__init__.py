@@ -5,7 +5,13 @@ hot path); these models document them in the OpenAPI document and `schemas/`, an
 that real responses validate against them.
 """
 
-from aitp.models.capabilities import Capability, CapabilityList, NegotiatedCapability, ThreadCapabilities
+from aitp.models.capabilities import (
+    Capability,
+    CapabilityList,
+    NegotiatedCapability,
+    RegisterCapabilityRequest,
+    ThreadCapabilities,
+)
 from aitp.models.common import DeletedObject, ErrorBody, ErrorResponse, ListPage
 from aitp.models.events import Event, EventList
 from aitp.models.keys import ApiKey, ApiKeyList, CreatedApiKey, CreateKeyRequest
@@ -26,6 +32,7 @@ __all__ = [
     "Capability",
     "CapabilityList",
     "NegotiatedCapability",
+    "RegisterCapabilityRequest",
     "ThreadCapabilities",
     "Actor",
     "ActorInput",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -13,6 +14,7 @@ from aitp.capabilities.registry import CapabilityInfo, CapabilityRef
 from aitp.errors import NotFound
 from aitp.runtime import Runtime, now
 from aitp.services.access import readable_thread
+from aitp.services.registration import retry_after_sync
 from aitp.store.base import ActorRecord, MembershipFollowUp, NewEvent
 
 
@@ -29,12 +31,16 @@ def _info(rt: Runtime, capability_id: str) -> CapabilityInfo:
     return info
 
 
-def get_capability(rt: Runtime, capability_id: str) -> dict[str, Any]:
-    return render.capability(_info(rt, capability_id))
+async def get_capability(rt: Runtime, capability_id: str) -> dict[str, Any]:
+    return render.capability(await retry_after_sync(rt, partial(_info, rt, capability_id)))
 
 
-def get_schema(rt: Runtime, capability_id: str, version: str) -> dict[str, Any]:
+async def get_schema(rt: Runtime, capability_id: str, version: str) -> dict[str, Any]:
     """The schema document exactly as published for that version."""
+    return await retry_after_sync(rt, partial(_source, rt, capability_id, version))
+
+
+def _source(rt: Runtime, capability_id: str, version: str) -> dict[str, Any]:
     _info(rt, capability_id)
     try:
         parsed = Version(version.removeprefix("v"))

@@ -15,6 +15,7 @@ from aitp.runtime import Runtime, now
 from aitp.services.access import ThreadView, acting_actor, readable_thread
 from aitp.services.inputs import check_attachments, check_metadata, normalize_content
 from aitp.services.paging import cursor_page
+from aitp.services.registration import retry_after_sync
 from aitp.store.base import DuplicateRef, MessageRecord, NewEvent, Order
 
 
@@ -72,7 +73,7 @@ async def create_message(
 ) -> dict[str, Any]:
     view = await readable_thread(rt, principal, thread_id)
     created_at = now()
-    record, parts = build_message(rt, principal, view, body, created_at)
+    record, parts = await retry_after_sync(rt, lambda: build_message(rt, principal, view, body, created_at))
     refs = await correlate(rt.store, thread_id, record.id, record.actor, parts) if parts else []
     message = render.message(record)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import orjson
@@ -19,6 +20,7 @@ from aitp.services import messages as message_service
 from aitp.services.access import ThreadView, readable_thread
 from aitp.services.inputs import check_metadata
 from aitp.services.paging import cursor_page
+from aitp.services.registration import retry_after_sync
 from aitp.store.base import ActorRecord, CapabilityRef, DuplicateRef, MessageRecord, NewEvent, Order, ThreadRecord
 
 # Keys of the rendered metadata that the server owns (AITP-T01 carries them in metadata).
@@ -118,7 +120,9 @@ async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadReq
     refs: list[CapabilityRef] = []
     for i, item in enumerate(body.messages or []):
         request = CreateMessageRequest(content=[item]) if isinstance(item, str) else item
-        record, parts = message_service.build_message(rt, principal, view, request, created_at, param=f"messages[{i}]")
+        record, parts = await retry_after_sync(
+            rt, partial(message_service.build_message, rt, principal, view, request, created_at, f"messages[{i}]")
+        )
         refs.extend(await correlate(rt.store, thread_id, record.id, record.actor, parts) if parts else [])
         messages.append((record, NewEvent("thread.message.created", render.message(record), created_at)))
 

@@ -890,6 +890,61 @@ async def test_has_admin_key_only_while_an_admin_key_exists(store: Store) -> Non
     assert await store.has_admin_key() is False
 
 
+# --- the store-wide event log (gid) and actor inboxes -----------------------------------------
+
+
+async def test_every_event_gets_a_store_wide_gid_in_commit_order(store: Store) -> None:
+    assert await store.last_event_gid() == 0
+    a, _, _ = await make_thread(store, ("alice",), ("a1",))
+    b, _, _ = await make_thread(store, ("bob",), ("b1",))
+    await post(store, a.id, "a2")
+
+    events = await store.events_since(0, limit=100)
+    assert [(e.thread_id, e.seq) for e in events] == [(a.id, 1), (a.id, 2), (b.id, 1), (b.id, 2), (a.id, 3)]
+    gids = [e.gid for e in events]
+    assert gids == sorted(gids) and len(set(gids)) == 5 and gids[0] > 0
+    assert await store.last_event_gid() == gids[-1]
+    assert [e.seq for e in await store.events_since(gids[2], limit=1)] == [2]
+    assert [e.gid for e in await store.list_events(a.id, after=0, limit=10)] == [gids[0], gids[1], gids[4]]
+
+
+async def test_an_actor_inbox_holds_the_events_of_its_threads_from_joining_to_leaving(store: Store) -> None:
+    shared, _, _ = await make_thread(store, ("alice", "bob"), ("hi",))
+    await make_thread(store, ("bob",), ("bob alone",))
+    await store.put_actor(actor_rec(shared.id, "carol"), Renderer("thread.actor.added"))
+    await post(store, shared.id, "with carol")
+    await store.remove_actor(shared.id, "carol", ev("thread.actor.removed"))
+    await post(store, shared.id, "without carol")
+
+    def seen(events: list[EventRecord]) -> list[tuple[str, int]]:
+        return [(e.type, e.seq) for e in events]
+
+    carol = await store.list_inbox_events("carol", 0, limit=100)
+    assert seen(carol) == [("thread.actor.added", 3), ("thread.message.created", 4), ("thread.actor.removed", 5)]
+    alice = await store.list_inbox_events("alice", 0, limit=100)
+    assert [e.seq for e in alice] == [1, 2, 3, 4, 5, 6] and {e.thread_id for e in alice} == {shared.id}
+    assert len(await store.list_inbox_events("bob", 0, limit=100)) == 8
+    assert seen(await store.list_inbox_events("alice", alice[3].gid, limit=1)) == [("thread.actor.removed", 5)]
+
+
+async def test_the_deletion_event_reaches_the_inboxes_of_every_former_member(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ("hi",))
+    await store.delete_thread(thread.id, ev("thread.deleted"))
+    for actor in ("alice", "bob"):
+        assert [e.type for e in await store.list_inbox_events(actor, 0, limit=10)] == ["thread.deleted"]
+
+
+async def test_commit_listeners_hear_of_every_write_to_a_thread(store: Store) -> None:
+    heard: list[str] = []
+    store.add_commit_listener(heard.append)
+    thread, _, _ = await make_thread(store, ("alice",))
+    await post(store, thread.id)
+    await store.put_actor(actor_rec(thread.id, "bob"), Renderer("thread.actor.added"))
+    await store.remove_actor(thread.id, "bob", ev("thread.actor.removed"))
+    await store.delete_thread(thread.id, ev("thread.deleted"))
+    assert heard == [thread.id] * 5
+
+
 # --- capability registry ---------------------------------------------------------------------
 
 

@@ -91,6 +91,9 @@ class EventRecord:
     type: str
     created_at: int
     data: dict[str, Any]
+    # Position in the store-wide event log: assigned in commit order, so "every event after gid N" is a
+    # gap-free cursor across threads (the actor inbox stream resumes from it).
+    gid: int = field(default=0, compare=False)
 
 
 @dataclass
@@ -141,8 +144,27 @@ MessageEventRenderer = Callable[[MessageRecord], NewEvent]
 MembershipFollowUp = Callable[[list[ActorRecord], list[ActorRecord]], NewEvent | None]
 
 
+CommitListener = Callable[[str], None]  # called with a thread id after a write to that thread committed
+
+
 class Store(abc.ABC):
-    """Persistence for threads, actors, messages, the per-thread event log and API keys."""
+    """Persistence for threads, actors, messages, the per-thread event log and API keys.
+
+    Every event also gets an audience: the thread's members after the change, plus an actor the change
+    removed (so it hears of its removal) and, for a deletion, everyone who was a member.
+    """
+
+    _commit_listeners: list[CommitListener]
+
+    def add_commit_listener(self, listener: CommitListener) -> None:
+        """Call `listener(thread_id)` after every committed write that appended events to that thread."""
+        if not hasattr(self, "_commit_listeners"):
+            self._commit_listeners = []
+        self._commit_listeners.append(listener)
+
+    def _committed(self, thread_id: str) -> None:
+        for listener in getattr(self, "_commit_listeners", ()):
+            listener(thread_id)
 
     @abc.abstractmethod
     async def open(self) -> None:
@@ -261,6 +283,20 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def has_admin_key(self) -> bool: ...
+
+    # the store-wide event log
+
+    @abc.abstractmethod
+    async def events_since(self, after_gid: int, limit: int) -> list[EventRecord]:
+        """Events of every thread with gid > `after_gid`, in gid (commit) order."""
+
+    @abc.abstractmethod
+    async def list_inbox_events(self, actor_id: str, after_gid: int, limit: int) -> list[EventRecord]:
+        """Events whose audience includes `actor_id`, with gid > `after_gid`, in gid order."""
+
+    @abc.abstractmethod
+    async def last_event_gid(self) -> int:
+        """The highest gid written so far (0 when there is none)."""
 
     # capability registry
 

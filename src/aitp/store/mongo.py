@@ -108,7 +108,12 @@ def _message_doc(m: MessageRecord) -> dict[str, Any]:
 
 def _event(doc: dict[str, Any]) -> EventRecord:
     return EventRecord(
-        thread_id=doc["thread_id"], seq=doc["seq"], type=doc["type"], created_at=doc["created_at"], data=doc["data"]
+        thread_id=doc["thread_id"],
+        seq=doc["seq"],
+        type=doc["type"],
+        created_at=doc["created_at"],
+        data=doc["data"],
+        gid=doc.get("gid", 0),
     )
 
 
@@ -176,6 +181,8 @@ class MongoStore(Store):
         await db.thread_actors.create_index([("actor_id", ASCENDING), ("thread_id", ASCENDING)])
         await db.messages.create_index([("thread_id", ASCENDING), ("seq", ASCENDING)], unique=True)
         await db.events.create_index([("thread_id", ASCENDING), ("seq", ASCENDING)], unique=True)
+        await db.events.create_index([("gid", ASCENDING)])
+        await db.events.create_index([("audience", ASCENDING), ("gid", ASCENDING)])
         await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
         await db.capability_refs.create_index([("message_id", ASCENDING)])
 
@@ -191,7 +198,9 @@ class MongoStore(Store):
                 fn, read_concern=ReadConcern("snapshot"), write_concern=WriteConcern("majority")
             )
 
-    async def _append_event(self, session: Session, thread_id: str, event: NewEvent) -> EventRecord:
+    async def _append_event(
+        self, session: Session, thread_id: str, event: NewEvent, also: Sequence[str] = ()
+    ) -> EventRecord:
         doc = await self._db.threads.find_one_and_update(
             {"_id": thread_id},
             {"$inc": {"last_seq": 1}},
@@ -200,17 +209,39 @@ class MongoStore(Store):
             session=session,
         )
         seq = doc["last_seq"]
+        # The store-wide position comes from one counter updated inside the transaction: a concurrent
+        # writer conflicts on it and retries after this one commits, so gid order is commit order.
+        counter = await self._db.counters.find_one_and_update(
+            {"_id": "events"},
+            {"$inc": {"gid": 1}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+            session=session,
+        )
+        gid = counter["gid"]
+        audience = [a.id for a in await self._actors(thread_id, session)]
+        audience += [a for a in also if a not in audience]
         await self._db.events.insert_one(
             {
                 "thread_id": thread_id,
                 "seq": seq,
+                "gid": gid,
+                "audience": audience,
                 "type": event.type,
                 "created_at": event.created_at,
                 "data": event.data,
             },
             session=session,
         )
-        return EventRecord(thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data)
+        return EventRecord(
+            thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid
+        )
+
+    async def _commit(self, thread_id: str, fn: Callable[[Session], Awaitable[T]]) -> T:
+        """Run a write in one transaction, then tell the commit listeners about the thread."""
+        result = await self._transaction(fn)
+        self._committed(thread_id)
+        return result
 
     async def _insert_refs(self, session: Session, refs: Sequence[CapabilityRef]) -> None:
         for ref in refs:
@@ -274,7 +305,7 @@ class MongoStore(Store):
                 events.append(stored)
             return events
 
-        events = await self._transaction(op)
+        events = await self._commit(thread.id, op)
         thread.last_seq = events[-1].seq
         return events
 
@@ -299,7 +330,7 @@ class MongoStore(Store):
             thread.last_seq = event.seq
             return thread, event
 
-        return await self._transaction(op)
+        return await self._commit(thread_id, op)
 
     async def delete_thread(self, thread_id: str, event: NewEvent) -> EventRecord | None:
         async def op(session: Session) -> EventRecord | None:
@@ -310,11 +341,12 @@ class MongoStore(Store):
             )
             if doc is None:
                 return None
+            members = [a.id for a in await self._actors(thread_id, session)]
             for name in ("messages", "thread_actors", "events", "capability_refs"):
                 await self._db[name].delete_many({"thread_id": thread_id}, session=session)
-            return await self._append_event(session, thread_id, event)
+            return await self._append_event(session, thread_id, event, also=members)
 
-        return await self._transaction(op)
+        return await self._commit(thread_id, op)
 
     async def list_threads(
         self,
@@ -386,7 +418,7 @@ class MongoStore(Store):
             await self._follow_up(session, actor.thread_id, follow_up, before)
             return stored, event
 
-        return await self._transaction(op)
+        return await self._commit(actor.thread_id, op)
 
     async def remove_actor(
         self, thread_id: str, actor_id: str, event: NewEvent, follow_up: MembershipFollowUp | None = None
@@ -398,11 +430,11 @@ class MongoStore(Store):
             result = await self._db.thread_actors.delete_one({"_id": f"{thread_id}/{actor_id}"}, session=session)
             if not result.deleted_count:
                 return None
-            stored = await self._append_event(session, thread_id, event)
+            stored = await self._append_event(session, thread_id, event, also=(actor_id,))
             await self._follow_up(session, thread_id, follow_up, before)
             return stored
 
-        return await self._transaction(op)
+        return await self._commit(thread_id, op)
 
     async def _follow_up(
         self, session: Session, thread_id: str, follow_up: MembershipFollowUp | None, before: list[ActorRecord]
@@ -426,7 +458,7 @@ class MongoStore(Store):
             await self._db.messages.insert_one(_message_doc(message), session=session)
             return stored
 
-        return await self._transaction(op)
+        return await self._commit(message.thread_id, op)
 
     async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None:
         doc = await self._db.capability_refs.find_one({"_id": f"{thread_id}|{kind}|{ref_id}"})
@@ -483,7 +515,7 @@ class MongoStore(Store):
             message = _message(doc)
             return message, await self._append_event(session, thread_id, render(message))
 
-        return await self._transaction(op)
+        return await self._commit(thread_id, op)
 
     async def delete_message(self, thread_id: str, message_id: str, event: NewEvent) -> EventRecord | None:
         async def op(session: Session) -> EventRecord | None:
@@ -496,7 +528,7 @@ class MongoStore(Store):
             await self._db.capability_refs.delete_many({"message_id": message_id}, session=session)
             return await self._append_event(session, thread_id, event)
 
-        return await self._transaction(op)
+        return await self._commit(thread_id, op)
 
     # events
 
@@ -533,6 +565,20 @@ class MongoStore(Store):
 
     async def has_admin_key(self) -> bool:
         return await self._db.api_keys.find_one({"admin": True}) is not None
+
+    # the store-wide event log
+
+    async def events_since(self, after_gid: int, limit: int) -> list[EventRecord]:
+        cursor = self._db.events.find({"gid": {"$gt": after_gid}}).sort("gid", ASCENDING).limit(limit)
+        return [_event(d) async for d in cursor]
+
+    async def list_inbox_events(self, actor_id: str, after_gid: int, limit: int) -> list[EventRecord]:
+        query = {"audience": actor_id, "gid": {"$gt": after_gid}}
+        return [_event(d) async for d in self._db.events.find(query).sort("gid", ASCENDING).limit(limit)]
+
+    async def last_event_gid(self) -> int:
+        doc = await self._db.counters.find_one({"_id": "events"})
+        return 0 if doc is None else int(doc["gid"])
 
     # capability registry
 

@@ -82,6 +82,11 @@ CREATE TABLE IF NOT EXISTS events (
     data TEXT NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS events_by_thread_seq ON events (thread_id, seq);
+CREATE TABLE IF NOT EXISTS event_audience (
+    actor_id TEXT NOT NULL,
+    gid INTEGER NOT NULL,
+    PRIMARY KEY (actor_id, gid)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS capability_refs (
     thread_id TEXT NOT NULL,
     kind TEXT NOT NULL,
@@ -160,6 +165,7 @@ def _message(row: sqlite3.Row) -> MessageRecord:
 
 def _event(row: sqlite3.Row) -> EventRecord:
     return EventRecord(
+        gid=row["gid"],
         thread_id=row["thread_id"],
         seq=row["seq"],
         type=row["type"],
@@ -256,16 +262,32 @@ class SQLiteStore(Store):
         self._executor = None
 
     @staticmethod
-    def _append_event(conn: sqlite3.Connection, thread_id: str, event: NewEvent) -> EventRecord:
+    def _append_event(
+        conn: sqlite3.Connection, thread_id: str, event: NewEvent, also: Sequence[str] = ()
+    ) -> EventRecord:
         row = conn.execute(
             "UPDATE threads SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq", (thread_id,)
         ).fetchone()
         seq = row[0]
-        conn.execute(
+        gid = conn.execute(
             "INSERT INTO events (thread_id, seq, type, created_at, data) VALUES (?, ?, ?, ?, ?)",
             (thread_id, seq, event.type, event.created_at, _dumps(event.data)),
+        ).lastrowid
+        conn.execute(
+            "INSERT OR IGNORE INTO event_audience (actor_id, gid) SELECT actor_id, ? FROM thread_actors"
+            " WHERE thread_id = ?",
+            (gid, thread_id),
         )
-        return EventRecord(thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data)
+        conn.executemany("INSERT OR IGNORE INTO event_audience (actor_id, gid) VALUES (?, ?)", [(a, gid) for a in also])
+        return EventRecord(
+            thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid or 0
+        )
+
+    async def _commit(self, thread_id: str, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run a write op in its own transaction, then tell the commit listeners about the thread."""
+        result = await self._run(self._write, op)
+        self._committed(thread_id)
+        return result
 
     def _follow_up(
         self,
@@ -360,7 +382,7 @@ class SQLiteStore(Store):
             thread.last_seq = events[-1].seq
             return events
 
-        return await self._run(self._write, op)
+        return await self._commit(thread.id, op)
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
         def op() -> ThreadRecord | None:
@@ -387,23 +409,27 @@ class SQLiteStore(Store):
             thread.last_seq = event.seq
             return thread, event
 
-        return await self._run(self._write, op)
+        return await self._commit(thread_id, op)
 
     async def delete_thread(self, thread_id: str, event: NewEvent) -> EventRecord | None:
         def op(conn: sqlite3.Connection) -> EventRecord | None:
             if self._live_thread(conn, thread_id) is None:
                 return None
+            members = [a.id for a in self._actors(conn, thread_id)]
             conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
             conn.execute("DELETE FROM thread_actors WHERE thread_id = ?", (thread_id,))
+            conn.execute(
+                "DELETE FROM event_audience WHERE gid IN (SELECT gid FROM events WHERE thread_id = ?)", (thread_id,)
+            )
             conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
             conn.execute("DELETE FROM capability_refs WHERE thread_id = ?", (thread_id,))
             # The row stays as a tombstone so the seq never restarts and the final event has a home.
             conn.execute(
                 "UPDATE threads SET deleted = 1, metadata = '{}', tool_resources = NULL WHERE id = ?", (thread_id,)
             )
-            return self._append_event(conn, thread_id, event)
+            return self._append_event(conn, thread_id, event, also=members)
 
-        return await self._run(self._write, op)
+        return await self._commit(thread_id, op)
 
     async def list_threads(
         self,
@@ -475,7 +501,7 @@ class SQLiteStore(Store):
             self._follow_up(conn, actor.thread_id, follow_up, before)
             return stored, event
 
-        return await self._run(self._write, op)
+        return await self._commit(actor.thread_id, op)
 
     async def remove_actor(
         self, thread_id: str, actor_id: str, event: NewEvent, follow_up: MembershipFollowUp | None = None
@@ -489,11 +515,11 @@ class SQLiteStore(Store):
             ).rowcount
             if not gone:
                 return None
-            stored = self._append_event(conn, thread_id, event)
+            stored = self._append_event(conn, thread_id, event, also=(actor_id,))
             self._follow_up(conn, thread_id, follow_up, before)
             return stored
 
-        return await self._run(self._write, op)
+        return await self._commit(thread_id, op)
 
     # messages
 
@@ -509,7 +535,7 @@ class SQLiteStore(Store):
             self._insert_message(conn, message)
             return stored
 
-        return await self._run(self._write, op)
+        return await self._commit(message.thread_id, op)
 
     async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None:
         def op() -> CapabilityRef | None:
@@ -581,7 +607,7 @@ class SQLiteStore(Store):
             )
             return message, self._append_event(conn, thread_id, render(message))
 
-        return await self._run(self._write, op)
+        return await self._commit(thread_id, op)
 
     async def delete_message(self, thread_id: str, message_id: str, event: NewEvent) -> EventRecord | None:
         def op(conn: sqlite3.Connection) -> EventRecord | None:
@@ -594,7 +620,7 @@ class SQLiteStore(Store):
             conn.execute("DELETE FROM capability_refs WHERE message_id = ?", (message_id,))
             return self._append_event(conn, thread_id, event)
 
-        return await self._run(self._write, op)
+        return await self._commit(thread_id, op)
 
     # events
 
@@ -641,6 +667,35 @@ class SQLiteStore(Store):
     async def has_admin_key(self) -> bool:
         def op() -> bool:
             return self._conn.execute("SELECT 1 FROM api_keys WHERE admin = 1 LIMIT 1").fetchone() is not None  # type: ignore[union-attr]
+
+        return await self._run(op)
+
+    # the store-wide event log
+
+    async def events_since(self, after_gid: int, limit: int) -> list[EventRecord]:
+        def op() -> list[EventRecord]:
+            rows = self._conn.execute(  # type: ignore[union-attr]
+                "SELECT * FROM events WHERE gid > ? ORDER BY gid LIMIT ?", (after_gid, limit)
+            )
+            return [_event(r) for r in rows]
+
+        return await self._run(op)
+
+    async def list_inbox_events(self, actor_id: str, after_gid: int, limit: int) -> list[EventRecord]:
+        def op() -> list[EventRecord]:
+            rows = self._conn.execute(  # type: ignore[union-attr]
+                "SELECT e.* FROM event_audience a JOIN events e ON e.gid = a.gid"
+                " WHERE a.actor_id = ? AND a.gid > ? ORDER BY a.gid LIMIT ?",
+                (actor_id, after_gid, limit),
+            )
+            return [_event(r) for r in rows]
+
+        return await self._run(op)
+
+    async def last_event_gid(self) -> int:
+        def op() -> int:
+            row = self._conn.execute("SELECT MAX(gid) FROM events").fetchone()  # type: ignore[union-attr]
+            return row[0] or 0
 
         return await self._run(op)
 

@@ -12,6 +12,7 @@ from aitp import __version__
 from aitp.api import actors, capabilities, errors, events, keys, messages, threads
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.config import Settings
+from aitp.events.hub import Hub
 from aitp.runtime import Runtime
 from aitp.services import registration
 from aitp.store import Store, open_store
@@ -23,10 +24,12 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     settings = settings or Settings.from_env()
     owns_store = store is None
     directory = Path(settings.capabilities_dir) if settings.capabilities_dir else default_directory()
+    store = store or open_store(settings.store_url)
     runtime = Runtime(
-        store=store or open_store(settings.store_url),
+        store=store,
         registry=Registry.from_directory(directory),
         settings=settings,
+        hub=Hub(store, poll_interval=settings.poll_interval),
     )
 
     @asynccontextmanager
@@ -34,9 +37,11 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         if owns_store:
             await runtime.store.open()
         await registration.sync_registry(runtime)
+        await runtime.hub.start()
         try:
             yield
         finally:
+            await runtime.hub.stop()
             if owns_store:
                 await runtime.store.close()
 

@@ -47,7 +47,15 @@ def serve(settings: Settings) -> None:
         )
     else:
         print(f"aitp: API at {base}/v1, docs at {base}/docs", flush=True)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+        # WebSocket keep-alive: uvicorn pings every peer and drops one that stops answering
+        ws_ping_interval=settings.keepalive_seconds,
+        ws_ping_timeout=settings.keepalive_seconds,
+    )
 
 
 def _print_key(key: dict[str, Any]) -> None:

@@ -18,6 +18,9 @@ class Settings:
     port: int = 8000
     capabilities_dir: str | None = None  # None: the repository's capabilities/ directory
     unknown_capabilities: Literal["reject", "accept"] = "reject"
+    stream_buffer: int = 1024  # events buffered per live subscriber before it is closed as too slow
+    keepalive_seconds: float = 15.0  # SSE comment / WebSocket ping interval
+    poll_interval: float = 0.1  # seconds between reads of the shared event log while idle (other instances)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -29,6 +32,9 @@ class Settings:
             port=int(env.get("AITP_PORT") or cls.port),
             capabilities_dir=env.get("AITP_CAPABILITIES_DIR") or None,
             unknown_capabilities=_unknown_policy(env.get("AITP_UNKNOWN_CAPABILITIES") or "reject"),
+            stream_buffer=int(env.get("AITP_STREAM_BUFFER") or cls.stream_buffer),
+            keepalive_seconds=float(env.get("AITP_KEEPALIVE_SECONDS") or cls.keepalive_seconds),
+            poll_interval=float(env.get("AITP_POLL_INTERVAL") or cls.poll_interval),
         )
 
     def with_overrides(self, **changes: Any) -> Settings:

@@ -82,6 +82,11 @@ def event(record: EventRecord) -> dict[str, Any]:
     }
 
 
+def inbox_event(record: EventRecord) -> dict[str, Any]:
+    """An event in an actor's inbox: `cursor` (the store-wide position) is what to resume after."""
+    return {**event(record), "cursor": record.gid}
+
+
 def deleted(object_id: str, object_type: str) -> dict[str, Any]:
     return {"id": object_id, "object": object_type, "deleted": True}
 

@@ -1,4 +1,4 @@
-"""What a service function needs: the store, the capability registry and the settings."""
+"""What a service function needs: the store, the capability registry, the settings and the event hub."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from aitp.capabilities.registry import Registry
 from aitp.config import Settings
+from aitp.events.hub import Hub
 from aitp.store.base import Store
 
 
@@ -15,6 +16,7 @@ class Runtime:
     store: Store
     registry: Registry
     settings: Settings
+    hub: Hub
     registry_synced_at: float = float("-inf")  # time.monotonic() of the last registry sync with the store
 
 

@@ -283,7 +283,13 @@ async def test_hub_era_payments_correlate_by_quote_id(api: API) -> None:
         "timestamp": "2029-01-01T00:00:00Z",
         "details": [detail],
     }
-    result = {"quote_id": "legacy-1", "result": "success", "timestamp": "2029-01-01T00:00:09Z", "message": "Shipped", "details": []}
+    result = {
+        "quote_id": "legacy-1",
+        "result": "success",
+        "timestamp": "2029-01-01T00:00:09Z",
+        "message": "Shipped",
+        "details": [],
+    }
 
     early = await user.post(f"/threads/{tid}/messages", json=msg(LEGACY_PAYMENTS, payment_authorization=authorization))
     assert early.status_code == 422 and early.json()["error"]["code"] == "unknown_request"

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from aitp.capabilities import compat
 from aitp.capabilities.compat import (
     BRANCH_REMOVED,
     CONSTRAINT_ADDED,
@@ -60,22 +61,22 @@ def openapi30(schemas: dict[str, Any], root: str = "Root") -> dict[str, Any]:
     return to_json_schema(document, root)
 
 
-OBJECT_COLOR = {"type": "object", "properties": {"color": {"type": "string"}}}
-DEFS_OLD = {
+OBJECT_COLOR: dict[str, Any] = {"type": "object", "properties": {"color": {"type": "string"}}}
+DEFS_OLD: dict[str, Any] = {
     "type": "array",
     "items": {"$ref": "#/$defs/Item"},
     "$defs": {"Item": {"type": "object", "properties": {"id": {"type": "string"}}}},
 }
 DEFS_NEW = copy.deepcopy(DEFS_OLD)
 DEFS_NEW["$defs"]["Item"]["required"] = ["id"]
-MESSAGES_OLD = {
+MESSAGES_OLD: dict[str, Any] = {
     "anyOf": [
         {"type": "object", "properties": {"quote": {"type": "object"}}, "required": ["quote"]},
         {"type": "object", "properties": {"payment": {"type": "object"}}, "required": ["payment"]},
     ]
 }
 MESSAGES_NEW = {"anyOf": [MESSAGES_OLD["anyOf"][0]]}
-PAYMENT = {
+PAYMENT: dict[str, Any] = {
     "type": "object",
     "properties": {"amount": {"$ref": "#/components/schemas/Amount"}},
     "required": ["amount"],
@@ -103,7 +104,24 @@ PROTOCOL_OLD = openapi30(
 )
 PROTOCOL_NEW = copy.deepcopy(PROTOCOL_OLD)
 PROTOCOL_NEW["components"]["schemas"]["Protocol"]["anyOf"].pop()
-TREE = {
+SIGNING: dict[str, Any] = {  # AITP-05 style: a oneOf discriminated by an enum property the parent requires
+    "type": "object",
+    "properties": {
+        "signing_type": {"type": "string", "enum": ["personal_sign", "typed_data"]},
+        "message": {"type": "string"},
+        "typed_data": {"type": "object"},
+    },
+    "required": ["signing_type"],
+    "oneOf": [
+        {"properties": {"signing_type": {"enum": ["personal_sign"]}}, "required": ["message"]},
+        {"properties": {"signing_type": {"enum": ["typed_data"]}}, "required": ["typed_data"]},
+    ],
+}
+SIGNING_WIDER = copy.deepcopy(SIGNING)
+SIGNING_WIDER["properties"]["signing_type"]["enum"].append("eth_sign")
+SIGNING_WIDER["properties"]["hash"] = {"type": "string"}
+SIGNING_WIDER["oneOf"].append({"properties": {"signing_type": {"enum": ["eth_sign"]}}, "required": ["hash"]})
+TREE: dict[str, Any] = {
     "$ref": "#/$defs/node",
     "$defs": {
         "node": {
@@ -241,6 +259,13 @@ BREAKING = [
         {"anyOf": [{"type": "object", "properties": {"n": {"type": "integer"}}}, {"type": "string"}]},
         BRANCH_REMOVED,
         witness={"n": 0.5},
+    ),
+    breaking(
+        "oneOf branch added that overlaps an existing one",
+        {"oneOf": [{"type": "string"}, {"type": "number"}]},
+        {"oneOf": [{"type": "string"}, {"type": "number"}, {"type": "integer"}]},
+        CONSTRAINT_ADDED,
+        witness=1,
     ),
     breaking(
         "maximum lowered in a nested property",
@@ -488,6 +513,20 @@ COMPATIBLE = [
         {"amount": None},
     ),
     compatible(
+        "pattern the old enum values all match",
+        {"enum": ["ab", "ac"]},
+        {"type": "string", "pattern": "^a"},
+        "ab",
+        "ac",
+    ),
+    compatible(
+        "oneOf branch added, disjoint by its discriminator",
+        SIGNING,
+        SIGNING_WIDER,
+        {"signing_type": "personal_sign", "message": "hi"},
+        {"signing_type": "typed_data", "typed_data": {}, "message": "both keys"},
+    ),
+    compatible(
         "pattern unchanged, maxLength dropped",
         {"type": "string", "pattern": "^a", "maxLength": 9},
         {"type": "string", "pattern": "^a"},
@@ -656,6 +695,31 @@ def test_odd_input_does_not_crash(old: Schema, new: Schema) -> None:
     assert all(isinstance(b, Break) and b.kind in KINDS for b in found)
     if old == new:
         assert found == []
+
+
+def test_too_much_work_is_one_conservative_break(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compat, "MAX_COMPARISONS", 3)
+    (found,) = breaking_changes(MESSAGES_OLD, copy.deepcopy(MESSAGES_OLD))
+    assert (found.pointer, found.kind) == ("", CONSTRAINT_ADDED) and "too complex" in found.message
+
+
+def test_deep_nesting_is_one_conservative_break() -> None:
+    def nested(depth: int) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string"}
+        for _ in range(depth):
+            schema = {"type": "object", "properties": {"x": schema}}
+        return schema
+
+    assert breaking_changes(nested(50), nested(50)) == []
+    (found,) = breaking_changes(nested(5000), nested(5000))
+    assert found.kind == CONSTRAINT_ADDED
+
+
+def test_patterns_use_the_validation_engine() -> None:
+    # the regex crate (no catastrophic backtracking) decides whether old enum values still match
+    slow_for_backtracking = "^(a+)+$"
+    assert breaking_changes({"enum": ["a" * 40 + "!"]}, {"pattern": slow_for_backtracking}) != []
+    assert breaking_changes({"enum": ["aaa"]}, {"pattern": slow_for_backtracking}) == []
 
 
 def test_break_is_frozen() -> None:

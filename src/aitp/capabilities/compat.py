@@ -30,14 +30,16 @@ breaks, or for something removed (a property, a branch) the schema that used to 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import unquote
+
+import jsonschema_rs
 
 REQUIRED_ADDED = "required_added"
 PROPERTY_REMOVED = "property_removed"
@@ -115,8 +117,20 @@ class Break:
 
 def breaking_changes(old: dict[str, Any] | bool, new: dict[str, Any] | bool) -> list[Break]:
     """Every change that makes `new` reject a value `old` accepted; [] when `new` is backward compatible."""
-    found = _Comparer().compare([_Part.root("o", old)], [_Part.root("n", new)])
+    try:
+        found = _Comparer().compare([_Part.root("o", old)], [_Part.root("n", new)])
+    except (_TooComplex, RecursionError):
+        # schemas come from whoever registers them: bound the work, and answer "not shown compatible"
+        message = "schemas too complex or too deeply nested to compare; compatibility cannot be shown"
+        return [Break("", CONSTRAINT_ADDED, message)]
     return list(dict.fromkeys(found))
+
+
+class _TooComplex(Exception):
+    """The comparison needed more than MAX_COMPARISONS conjunctions (anyOf/oneOf combinations multiply)."""
+
+
+MAX_COMPARISONS = 10_000  # the shipped schemas need about a hundred; this bounds the worst case to seconds
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,6 +142,7 @@ class _Part:
     pointer: str
     node: Any
     key: str  # identifies the constraint set: side + pointer, plus what was stripped from the node
+    full: Any = None  # for a node with keywords stripped, the node as published
 
     @staticmethod
     def root(side: str, doc: Any) -> _Part:
@@ -164,7 +179,11 @@ class _Part:
 
     def without(self, keyword: str) -> _Part:
         node = {k: v for k, v in self.node.items() if k != keyword}
-        return _Part(self.side, self.doc, self.pointer, node, f"{self.key}|-{keyword}")
+        return _Part(self.side, self.doc, self.pointer, node, f"{self.key}|-{keyword}", self.published)
+
+    @property
+    def published(self) -> Any:
+        return self.node if self.full is None else self.full
 
 
 @dataclass(frozen=True)
@@ -190,6 +209,7 @@ class _Label:
 
 class _Comparer:
     def __init__(self) -> None:
+        self._budget = MAX_COMPARISONS
         self._memo: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Break]] = {}
         self._active: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
 
@@ -237,6 +257,9 @@ class _Comparer:
         return self._compare_conjunction(old, new, labels)
 
     def _compare_conjunction(self, old: list[_Part], new: list[_Part], labels: tuple[_Label, ...]) -> list[Break]:
+        self._budget -= 1
+        if self._budget < 0:
+            raise _TooComplex
         if any(p.node is False for p in old):
             return []  # the old side accepts nothing
         info = _old_info(old)
@@ -474,6 +497,8 @@ class _Comparer:
             declared_in_new = any(via in _DECLARING for via, _ in new_schemas)
             if not declared_in_old and old_open:
                 continue  # an added optional property: lenient by policy (see the module docstring)
+            if any(p.node is False for _, p in old_schemas):
+                continue  # the old side rejected this property too
             if declared_in_old and not declared_in_new:
                 closed = next((p for via, p in new_schemas if p.node is False), None)
                 if closed is not None:
@@ -484,27 +509,23 @@ class _Comparer:
             yield from self.compare([p for _, p in old_schemas], [p for _, p in new_schemas])
 
     def _pattern_properties(self, old: list[_Part], new: list[_Part]) -> Iterator[Break]:
+        """Names matching a patternProperties key (and no declared property), key by key."""
         old_keys = {k for p in old for k in _dict(p.get("patternProperties"))}
         new_keys = {k for p in new for k in _dict(p.get("patternProperties"))}
-        old_extra = [p.child("additionalProperties") for p in old if p.has("additionalProperties")]
-        new_extra = [p.child("additionalProperties") for p in new if p.has("additionalProperties")]
-        for key in sorted(new_keys):
-            wanted = [p.child("patternProperties", key) for p in new if key in _dict(p.get("patternProperties"))]
-            if key in old_keys:
-                had = [p.child("patternProperties", key) for p in old if key in _dict(p.get("patternProperties"))]
-                yield from self.compare(had, wanted)
-            elif old_extra:
-                yield from self.compare(old_extra, wanted)
-            # else: an open old object; like an added optional property, lenient by policy
-        for key in sorted(old_keys - new_keys):
-            had = [p.child("patternProperties", key) for p in old if key in _dict(p.get("patternProperties"))]
-            closed = next((p for p in new_extra if p.node is False), None)
-            if closed is not None:
-                holder = closed.pointer.rsplit("/", 1)[0]
+        old_open = not any(p.has("additionalProperties") for p in old)
+        for key in sorted(old_keys | new_keys):
+            wanted = _pattern_governed(new, key, new_side=True)
+            if not wanted or (key not in old_keys and old_open):
+                continue  # nothing to satisfy, or an open old object: like an added optional property
+            had = _pattern_governed(old, key, new_side=False)
+            if any(p.node is False for p in had):
+                continue  # the old side rejected such names too
+            closed = next((p for p in wanted if p.node is False and p.pointer.endswith("/additionalProperties")), None)
+            if key not in new_keys and closed is not None:
                 message = f"pattern property {key!r} removed while additionalProperties is false"
-                yield Break(holder, PROPERTY_REMOVED, message)
-            elif new_extra:
-                yield from self.compare(had, new_extra)
+                yield Break(closed.pointer.rsplit("/", 1)[0], PROPERTY_REMOVED, message)
+                continue
+            yield from self.compare(had, wanted)
 
     def _additional(self, old: list[_Part], new: list[_Part]) -> Iterator[Break]:
         """Names neither schema declares: additionalProperties, then unevaluatedProperties."""
@@ -594,16 +615,21 @@ class _Comparer:
 
     def _exclusive(self, old: list[_Part], new: list[_Part]) -> Iterator[Break]:
         """oneOf rejects a value matching two branches: a new or changed branch must not overlap another one."""
-        old_branches = [
-            p.child("oneOf", n) for p in old if isinstance(p.get("oneOf"), list) for n in range(len(p.get("oneOf")))
-        ]
+        # an old oneOf already split into branches still tells which branches were exclusive
+        published = [_Part(p.side, p.doc, p.pointer, p.published, p.base) for p in old]
+        old_lists = [_branches(p, "oneOf") for p in published if _branches(p, "oneOf")]
         for part in new:
-            count = len(part.get("oneOf")) if isinstance(part.get("oneOf"), list) else 0
-            branches = [part.child("oneOf", number) for number in range(count)]
+            branches = _branches(part, "oneOf")
+            if len(branches) < 2:
+                continue
+            # branches unchanged from one old oneOf (one new branch per old one) did not overlap before either
+            unchanged = max((self._matched(had, branches) for had in old_lists), key=len, default=set())
+            # the rest of the schema applies to both branches (a `type`, a `required` discriminator, ...)
+            context = [q.without("oneOf") if q is part else q for q in new]
             for branch in branches:
-                if any(self._equivalent(had, branch) for had in old_branches):
-                    continue  # unchanged: it did not overlap the other old branches either
-                other = next((o for o in branches if o is not branch and not self._disjoint(branch, o)), None)
+                if id(branch) in unchanged:
+                    continue
+                other = next((o for o in branches if o is not branch and not _disjoint(branch, o, context)), None)
                 if other is not None:
                     message = (
                         f"oneOf branch {branch.pointer} is new or changed and may overlap {other.pointer}: "
@@ -612,31 +638,19 @@ class _Comparer:
                     yield Break(part.pointer, CONSTRAINT_ADDED, message)
                     break
 
+    def _matched(self, had: list[_Part], branches: list[_Part]) -> set[int]:
+        """ids of the new branches paired, one to one, with an equivalent old branch."""
+        free = list(had)
+        paired: set[int] = set()
+        for branch in branches:
+            twin = next((o for o in free if self._equivalent(o, branch)), None)
+            if twin is not None:
+                free.remove(twin)
+                paired.add(id(branch))
+        return paired
+
     def _equivalent(self, a: _Part, b: _Part) -> bool:
         return self.accepts_all([a], [b]) and self.accepts_all([b], [a])
-
-    def _disjoint(self, a: _Part, b: _Part) -> bool:
-        """Whether no value can match both schemas, as far as types, enums and required properties show."""
-        left, right = _flatten([a]), _flatten([b])
-        if any(p.node is False for p in left + right):
-            return True
-        left_info, right_info = _old_info(left), _old_info(right)
-        common = left_info.types & right_info.types
-        if not common or _values_disjoint(left_info, right_info):
-            return True
-        if common != {"object"}:
-            return False  # some non-object value may match both
-        for one, two in ((left, right), (right, left)):
-            for name in _required(one):
-                theirs = [p for _, p in _schemas_for(two, name, new_side=False)]
-                if any(p.node is False for p in _flatten(theirs)):
-                    return True  # required by one, forbidden by the other
-                if name in _required(two):
-                    ours = _old_info(_flatten([p for _, p in _schemas_for(one, name, new_side=False)]))
-                    other = _old_info(_flatten(theirs))
-                    if not ours.types & other.types or _values_disjoint(ours, other):
-                        return True  # a discriminator: both require it, with values that cannot agree
-        return False
 
     def _covered_piecewise(self, old: list[_Part], info: _OldInfo, candidates: list[_Part]) -> bool:
         """Whether each old value / each old type alone is accepted by some branch ({"type": [a, b]} vs anyOf)."""
@@ -718,6 +732,31 @@ def _resolve(part: _Part, ref: str) -> _Part | None:
     return _Part(part.side, part.doc, pointer, node, f"{part.side}:{pointer}")
 
 
+def _disjoint(a: _Part, b: _Part, context: list[_Part]) -> bool:
+    """Whether no value can match both a and b (each with `context`): by types, enums, required properties."""
+    left, right = _flatten([a, *context]), _flatten([b, *context])
+    if any(p.node is False for p in left + right):
+        return True
+    left_info, right_info = _old_info(left), _old_info(right)
+    common = left_info.types & right_info.types
+    if not common or _values_disjoint(left_info, right_info):
+        return True
+    if common != {"object"}:
+        return False  # some non-object value may match both
+    for one, two in ((left, right), (right, left)):
+        for name in _required(one):
+            # unsure regex matches: assume a pattern allows the name, and assume no pattern narrows its value
+            allowing = [p for _, p in _schemas_for(two, name, new_side=True)]
+            if any(p.node is False for p in _flatten(allowing)):
+                return True  # required by one, forbidden by the other
+            if name in _required(two):
+                ours = _old_info(_flatten([p for _, p in _schemas_for(one, name, new_side=False)]))
+                other = _old_info(_flatten([p for _, p in _schemas_for(two, name, new_side=False)]))
+                if not ours.types & other.types or _values_disjoint(ours, other):
+                    return True  # a discriminator: both require it, with values that cannot agree
+    return False
+
+
 def _values_disjoint(a: _OldInfo, b: _OldInfo) -> bool:
     if a.values is None or b.values is None:
         return False
@@ -754,9 +793,41 @@ def _old_info(old: list[_Part]) -> _OldInfo:
             else:
                 values = [v for v in values if any(_json_equal(v, x) for x in listed)]
     if values is not None:
-        values = [v for v in values if _value_type(v) in types]
+        # keep only the values the old side really accepts: a value it rejects anyway must not count as a break
+        values = [v for v in values if _value_type(v) in types and not any(_rejects(p, v) for p in old)]
         types = {_value_type(v) for v in values}
     return _OldInfo(frozenset(types), values)
+
+
+def _rejects(part: _Part, value: Any) -> bool:
+    """Whether one of the part's value-level keywords surely rejects `value` (structure is not looked at)."""
+    node = part.node
+    if not isinstance(node, dict):
+        return node is False
+    if _is_number(value):
+        for keyword, lower in (
+            ("minimum", True),
+            ("exclusiveMinimum", True),
+            ("maximum", False),
+            ("exclusiveMaximum", False),
+        ):
+            limit = node.get(keyword)
+            if _is_number(limit) and not _within(value, limit, keyword.startswith("exclusive"), lower):
+                return True
+        step = node.get("multipleOf")
+        if _is_number(step) and step > 0 and not _is_multiple(value, step):
+            return True
+    sized = {str: ("minLength", "maxLength"), list: ("minItems", "maxItems"), dict: ("minProperties", "maxProperties")}
+    for kind, (least, most) in sized.items():
+        if isinstance(value, kind):
+            low, high = node.get(least), node.get(most)
+            if (_is_count(low) and len(value) < low) or (_is_count(high) and len(value) > high):
+                return True
+    if isinstance(value, str) and isinstance(node.get("pattern"), str) and _search(node["pattern"], value) is False:
+        return True
+    if isinstance(value, dict) and any(name not in value for name in _strings_in(node.get("required"))):
+        return True
+    return False
 
 
 # -- properties and items ---------------------------------------------------------------------------------------
@@ -786,6 +857,27 @@ def _schemas_for(parts: list[_Part], name: str, new_side: bool) -> list[tuple[st
         out += [
             ("unevaluatedProperties", p.child("unevaluatedProperties")) for p in parts if p.has("unevaluatedProperties")
         ]
+    return out
+
+
+def _branches(part: _Part, keyword: str) -> list[_Part]:
+    listed = part.get(keyword)
+    return [part.child(keyword, number) for number in range(len(listed))] if isinstance(listed, list) else []
+
+
+def _pattern_governed(parts: list[_Part], key: str, new_side: bool) -> list[_Part]:
+    """Subschemas constraining a property named to match patternProperties `key` (and no declared name).
+
+    A part without that key constrains it through its additionalProperties, unless another of its patterns
+    may match instead: assumed so on the old side, not on the new (so unsure cases count as breaks).
+    """
+    out: list[_Part] = []
+    for part in parts:
+        patterns = _dict(part.get("patternProperties"))
+        if key in patterns:
+            out.append(part.child("patternProperties", key))
+        elif part.has("additionalProperties") and (new_side or not patterns):
+            out.append(part.child("additionalProperties"))
     return out
 
 
@@ -953,11 +1045,11 @@ def _json_equal(a: Any, b: Any) -> bool:
     return bool(_normal(a) == _normal(b))
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: Any) -> TypeGuard[int | float]:
     return _is_number(value) and value >= 0 and float(value).is_integer()
 
 
@@ -975,15 +1067,17 @@ def _show(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
-_REGEX_CACHE: dict[str, re.Pattern[str] | None] = {}
-
-
 def _search(pattern: str, text: str) -> bool | None:
-    """re.search with an ECMA-262 pattern; None when Python cannot compile it."""
-    if pattern not in _REGEX_CACHE:
-        try:
-            _REGEX_CACHE[pattern] = re.compile(pattern)
-        except (re.error, RecursionError):
-            _REGEX_CACHE[pattern] = None
-    compiled = _REGEX_CACHE[pattern]
-    return None if compiled is None else compiled.search(text) is not None
+    """Whether `pattern` matches somewhere in `text`; None when the pattern does not compile."""
+    validator = _pattern_validator(pattern)
+    return None if validator is None else bool(validator.is_valid(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _pattern_validator(pattern: str) -> Any:
+    """The registry's engine (jsonschema_rs with the linear-time `regex` crate), not Python's `re`: the dialect
+    messages are validated with, and no catastrophic backtracking on a pattern someone registered."""
+    try:
+        return jsonschema_rs.validator_for({"pattern": pattern}, pattern_options=jsonschema_rs.RegexOptions())
+    except (ValueError, TypeError):
+        return None

@@ -13,7 +13,7 @@ from aitp.models.capabilities import (
     ThreadCapabilities,
 )
 from aitp.models.common import DeletedObject, ErrorBody, ErrorResponse, ListPage
-from aitp.models.events import Event, EventList
+from aitp.models.events import Event, EventList, InboxEvent, InboxEventList
 from aitp.models.keys import ApiKey, ApiKeyList, CreatedApiKey, CreateKeyRequest
 from aitp.models.messages import CreateMessageRequest, Message, ModifyMessageRequest
 from aitp.models.threads import (
@@ -49,6 +49,8 @@ __all__ = [
     "ErrorResponse",
     "Event",
     "EventList",
+    "InboxEvent",
+    "InboxEventList",
     "ListPage",
     "Message",
     "ModifyMessageRequest",

@@ -35,3 +35,16 @@ class EventList(BaseModel):
     data: list[Event]
     last_seq: int
     has_more: bool
+
+
+class InboxEvent(Event):
+    """An event of one of the caller's threads; `cursor` orders the whole inbox: resume with `after=<cursor>`."""
+
+    cursor: int
+
+
+class InboxEventList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[InboxEvent]
+    last_cursor: int
+    has_more: bool

@@ -1,0 +1,154 @@
+"""The two live transports over an `EventStream`: Server-Sent Events and WebSocket.
+
+WebSocket frames, server to client (JSON text):
+    an event      {"seq", "type", "thread_id", "created_at", "data"}   (+ "cursor" on the inbox)
+    a post reply  {"op": "posted", "ref": ..., "message": {...}}  or  {"op": "error", "ref": ..., "error": {...}}
+Client to server:
+    {"op": "post", "ref": <any>, "message": {<as POST .../messages>}}   (+ "thread_id" on the inbox)
+Close codes: 1000 thread deleted / removed from the thread, 4401 bad or missing key, 4403 not a member
+(or no such thread), 4008 slow consumer (the reason says the cursor to resume after), 1003 unreadable frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import orjson
+from fastapi import WebSocket, WebSocketDisconnect
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.responses import StreamingResponse
+
+from aitp.api.errors import validation_error
+from aitp.auth import Principal, authenticate, bearer_token
+from aitp.errors import APIError, InvalidRequest
+from aitp.events.stream import CLOSE_NORMAL, CLOSE_SLOW_CONSUMER, CLOSE_UNAUTHENTICATED, EventStream, Overflow
+from aitp.runtime import Runtime
+
+Poster = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]  # a post op -> the created message
+
+
+def _public(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k != "_cursor"}
+
+
+# ------------------------------------------------------------------------------------------ SSE
+
+
+def wants_event_stream(accept: str | None) -> bool:
+    return bool(accept) and "text/event-stream" in accept  # type: ignore[operator]
+
+
+def sse_cursor(last_event_id: str | None, after: int) -> int:
+    """`Last-Event-ID` (sent by a reconnecting EventSource) wins over `after`."""
+    if last_event_id is None or not last_event_id.strip():
+        return after
+    try:
+        value = int(last_event_id)
+    except ValueError:
+        raise InvalidRequest("Last-Event-ID must be an event id (an integer).", param="Last-Event-ID") from None
+    if value < 0:
+        raise InvalidRequest("Last-Event-ID must not be negative.", param="Last-Event-ID")
+    return value
+
+
+def sse_response(opened: AbstractAsyncContextManager[EventStream], stream: EventStream) -> StreamingResponse:
+    """Stream events as SSE (`id:` is the cursor to resume from); ends with an `event: end` frame."""
+
+    async def frames() -> AsyncIterator[bytes]:
+        try:
+            async for item in stream:
+                if item is None:
+                    yield b": keep-alive\n\n"
+                elif isinstance(item, dict):
+                    data = orjson.dumps(_public(item))
+                    yield b"id: %d\nevent: %s\ndata: %s\n\n" % (item["_cursor"], item["type"].encode(), data)
+                else:
+                    ending = {"reason": item.reason}
+                    if isinstance(item, Overflow):
+                        ending["resume_after"] = item.cursor  # type: ignore[assignment]
+                    yield b"event: end\ndata: %s\n\n" % orjson.dumps(ending)
+                    return
+        finally:
+            await opened.__aexit__(None, None, None)
+
+    return StreamingResponse(
+        frames(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+# ------------------------------------------------------------------------------------ WebSocket
+
+
+async def websocket_principal(websocket: WebSocket, rt: Runtime) -> Principal | None:
+    """Authenticate from the Authorization header or `?token=` (browsers cannot set headers); None if refused."""
+    try:
+        token = websocket.query_params.get("token") or bearer_token(websocket.headers.get("authorization"))
+        return await authenticate(rt.store, token, rt.settings.admin_key)
+    except APIError as error:
+        await websocket.close(CLOSE_UNAUTHENTICATED, reason=error.message[:120])
+        return None
+
+
+async def serve_websocket(websocket: WebSocket, stream: EventStream, post: Poster) -> None:
+    """Send the stream's events and answer post ops, until either side ends it."""
+    send_lock = asyncio.Lock()
+
+    async def send(payload: dict[str, Any]) -> None:
+        async with send_lock:
+            await websocket.send_text(orjson.dumps(payload).decode())
+
+    async def events() -> None:
+        async for item in stream:
+            if item is None:
+                continue  # the server (uvicorn) pings WebSocket peers itself
+            if isinstance(item, dict):
+                await send(_public(item))
+                continue
+            code = CLOSE_SLOW_CONSUMER if isinstance(item, Overflow) else CLOSE_NORMAL
+            async with send_lock:
+                await websocket.close(code, reason=item.reason[:120])
+            return
+
+    async def requests() -> None:
+        while True:
+            raw = await websocket.receive_text()
+            try:
+                frame = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                await send({"op": "error", "ref": None, "error": InvalidRequest("Frames must be JSON.").envelope()})
+                continue
+            ref = frame.get("ref") if isinstance(frame, dict) else None
+            if not isinstance(frame, dict) or frame.get("op") != "post" or not isinstance(frame.get("message"), dict):
+                error = InvalidRequest('Expected {"op": "post", "message": {...}}.', param="op")
+                await send({"op": "error", "ref": ref, "error": error.envelope()})
+                continue
+            try:
+                message = await post(frame)
+            except APIError as error:
+                await send({"op": "error", "ref": ref, "error": error.envelope()})
+            except ValidationError as exc:
+                errors = [{**e, "loc": ("message", *e["loc"])} for e in exc.errors()]
+                invalid = validation_error(RequestValidationError(errors))
+                await send({"op": "error", "ref": ref, "error": invalid.envelope()})
+            else:
+                await send({"op": "posted", "ref": ref, "message": message})
+
+    tasks = [asyncio.create_task(events()), asyncio.create_task(requests())]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+                task.result()
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
+                await task

@@ -1,0 +1,316 @@
+"""`AitpClient`: every route of the aitp HTTP API as one typed async method."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
+
+import httpx
+
+from aitp.client._content import ActorSpec, MessageContent, actor_body, content_body, declarations
+from aitp.client._http import HttpSession, segment
+from aitp.models import (
+    Actor,
+    ActorList,
+    ApiKey,
+    ApiKeyList,
+    Capability,
+    CapabilityList,
+    CreatedApiKey,
+    DeletedObject,
+    Event,
+    EventList,
+    ListPage,
+    Message,
+    Thread,
+    ThreadCapabilities,
+)
+
+Order = Literal["asc", "desc"]
+T = TypeVar("T")
+
+
+def _body(**fields: Any) -> dict[str, Any]:
+    # Options left as None are not sent: the server's defaults apply and older servers see no new keys.
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+async def _walk(fetch: Callable[[str | None], Awaitable[ListPage[T]]]) -> AsyncIterator[T]:
+    after: str | None = None
+    while True:
+        page = await fetch(after)
+        for item in page.data:
+            yield item
+        if not page.has_more or page.last_id is None:
+            return
+        after = page.last_id
+
+
+class AitpClient:
+    """An async client of one aitp server, acting as the actor (or admin) its `api_key` belongs to.
+
+    `base_url` is the server's root (`http://127.0.0.1:8000`) or its API URL (`.../v1`). `transport`
+    replaces the network, e.g. `httpx.ASGITransport(app)` to talk to an app in the same process.
+    Refusals raise `AitpError` subclasses; network failures and timeouts raise httpx's own
+    `httpx.TransportError` subclasses unchanged.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 30,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._http = HttpSession(base_url, api_key, timeout=timeout, transport=transport)
+
+    @property
+    def base_url(self) -> str:
+        """The server's root URL (without `/v1`)."""
+        return self._http.root
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool (and the transport)."""
+        await self._http.aclose()
+
+    async def health(self) -> dict[str, Any]:
+        """`GET /health`: `{"status": "ok", "version": ...}`; needs no key."""
+        response = await self._http.request("GET", "/health", api=False)
+        result: dict[str, Any] = response.json()
+        return result
+
+    # ------------------------------------------------------------------------------------ threads
+
+    async def create_thread(
+        self,
+        *,
+        actors: Sequence[ActorSpec] | None = None,
+        messages: Sequence[MessageContent] | None = None,
+        metadata: Mapping[str, str] | None = None,
+        parent_id: str | None = None,
+        tool_resources: Mapping[str, Any] | None = None,
+    ) -> Thread:
+        """Create a thread; the caller joins as its creator (role `user`) even if not listed in `actors`.
+
+        This covers AITP-T01 `POST /v1/thread` too (the server serves both paths with one handler).
+        Each actor declares capabilities by URL, `{"schema": url}` or `{"capability": id, "versions": range}`.
+        Each of `messages` is content as for `create_message`, written by the caller.
+        """
+        body = _body(
+            actors=[actor_body(a) for a in actors] if actors is not None else None,
+            messages=[{"content": content_body(m)} for m in messages] if messages is not None else None,
+            metadata=dict(metadata) if metadata is not None else None,
+            parent_id=parent_id,
+            tool_resources=dict(tool_resources) if tool_resources is not None else None,
+        )
+        return await self._http.call(Thread, "POST", "/threads", json=body)
+
+    async def get_thread(self, thread_id: str) -> Thread:
+        return await self._http.call(Thread, "GET", f"/threads/{segment(thread_id)}")
+
+    async def update_thread(
+        self,
+        thread_id: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        tool_resources: Mapping[str, Any] | None = None,
+    ) -> Thread:
+        """Replace the thread's metadata (all of the caller's keys; `actors`/`parent_id` are the server's)."""
+        body = _body(
+            metadata=dict(metadata) if metadata is not None else None,
+            tool_resources=dict(tool_resources) if tool_resources is not None else None,
+        )
+        return await self._http.call(Thread, "POST", f"/threads/{segment(thread_id)}", json=body)
+
+    async def delete_thread(self, thread_id: str) -> DeletedObject:
+        """Delete a thread (its creator or an admin)."""
+        return await self._http.call(DeletedObject, "DELETE", f"/threads/{segment(thread_id)}")
+
+    async def list_threads(
+        self,
+        *,
+        limit: int | None = None,
+        order: Order | None = None,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> ListPage[Thread]:
+        """One page of the caller's threads (every thread for an admin); newest first by default."""
+        params = {"limit": limit, "order": order, "after": after, "before": before}
+        return await self._http.call(ListPage[Thread], "GET", "/threads", params=params)
+
+    def iter_threads(self, *, order: Order | None = None, page_size: int = 100) -> AsyncIterator[Thread]:
+        """Every thread `list_threads` would show, fetching pages as needed."""
+        return _walk(lambda after: self.list_threads(limit=page_size, order=order, after=after))
+
+    # ----------------------------------------------------------------------------------- messages
+
+    async def create_message(
+        self,
+        thread_id: str,
+        content: MessageContent,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        attachments: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Message:
+        """Post a message as the caller; its role is derived (thread creator → user, others → assistant).
+
+        `content` is a string, a capability message (a mapping with `$schema`, sent as one JSON text
+        part), an OpenAI content part (any other mapping), or a list of those.
+        """
+        body = _body(
+            content=content_body(content),
+            metadata=dict(metadata) if metadata is not None else None,
+            attachments=[dict(a) for a in attachments] if attachments is not None else None,
+        )
+        return await self._http.call(Message, "POST", f"/threads/{segment(thread_id)}/messages", json=body)
+
+    async def get_message(self, thread_id: str, message_id: str) -> Message:
+        return await self._http.call(Message, "GET", f"/threads/{segment(thread_id)}/messages/{segment(message_id)}")
+
+    async def update_message(self, thread_id: str, message_id: str, *, metadata: Mapping[str, str]) -> Message:
+        """Replace a message's metadata (`metadata.actor` always names its author)."""
+        path = f"/threads/{segment(thread_id)}/messages/{segment(message_id)}"
+        return await self._http.call(Message, "POST", path, json={"metadata": dict(metadata)})
+
+    async def delete_message(self, thread_id: str, message_id: str) -> DeletedObject:
+        """Delete a message (its author or an admin)."""
+        path = f"/threads/{segment(thread_id)}/messages/{segment(message_id)}"
+        return await self._http.call(DeletedObject, "DELETE", path)
+
+    async def list_messages(
+        self,
+        thread_id: str,
+        *,
+        limit: int | None = None,
+        order: Order | None = None,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> ListPage[Message]:
+        """One page of a thread's messages; newest first unless `order="asc"`. `limit` is 1..100 (default 20)."""
+        params = {"limit": limit, "order": order, "after": after, "before": before}
+        return await self._http.call(ListPage[Message], "GET", f"/threads/{segment(thread_id)}/messages", params=params)
+
+    def iter_messages(
+        self, thread_id: str, *, order: Order | None = None, after: str | None = None, page_size: int = 100
+    ) -> AsyncIterator[Message]:
+        """Every message of a thread (from `after` on), fetching pages as needed."""
+
+        def fetch(cursor: str | None) -> Awaitable[ListPage[Message]]:
+            return self.list_messages(thread_id, limit=page_size, order=order, after=cursor or after)
+
+        return _walk(fetch)
+
+    # ------------------------------------------------------------------------------------- actors
+
+    async def list_actors(self, thread_id: str) -> list[Actor]:
+        """The thread's actors in the order they joined (the creator first)."""
+        listed = await self._http.call(ActorList, "GET", f"/threads/{segment(thread_id)}/actors")
+        return listed.data
+
+    async def put_actor(
+        self,
+        thread_id: str,
+        actor_id: str,
+        *,
+        capabilities: Sequence[str | Mapping[str, Any]] = (),
+        client_id: str | None = None,
+    ) -> Actor:
+        """Add an actor to the thread (any member may), or replace its capability declarations (itself or an admin)."""
+        body = _body(id=actor_id, client_id=client_id, capabilities=declarations(capabilities))
+        return await self._http.call(Actor, "POST", f"/threads/{segment(thread_id)}/actors", json=body)
+
+    async def remove_actor(self, thread_id: str, actor_id: str) -> DeletedObject:
+        """Leave (`actor_id` is the caller), or remove another actor (the thread's creator or an admin)."""
+        path = f"/threads/{segment(thread_id)}/actors/{segment(actor_id)}"
+        return await self._http.call(DeletedObject, "DELETE", path)
+
+    async def get_thread_capabilities(self, thread_id: str) -> ThreadCapabilities:
+        """Per declared capability, the highest version every current actor reads, and who does not."""
+        return await self._http.call(ThreadCapabilities, "GET", f"/threads/{segment(thread_id)}/capabilities")
+
+    # ------------------------------------------------------------------------------------- events
+    # These read the stored log and return at its current end; the live feed (`events()`, over
+    # WebSocket) belongs in a stream module of its own, resuming from the same `seq` cursor.
+
+    async def list_events(self, thread_id: str, *, after: int = 0, limit: int | None = None) -> EventList:
+        """Events with `seq > after`, oldest first; resume with `after=page.last_seq`. `limit` is 1..1000."""
+        params = {"after": after, "limit": limit}
+        return await self._http.call(EventList, "GET", f"/threads/{segment(thread_id)}/events", params=params)
+
+    async def iter_events(self, thread_id: str, *, after: int = 0, page_size: int = 1000) -> AsyncIterator[Event]:
+        """Every logged event with `seq > after`, fetching pages until the log's current end (no waiting)."""
+        while True:
+            page = await self.list_events(thread_id, after=after, limit=page_size)
+            for event in page.data:
+                yield event
+            if not page.has_more:
+                return
+            after = page.last_seq
+
+    # ------------------------------------------------------------------------ capability registry
+
+    async def list_capabilities(self) -> list[Capability]:
+        """Every registered capability, sorted by id."""
+        return (await self._http.call(CapabilityList, "GET", "/capabilities")).data
+
+    async def get_capability(self, capability_id: str) -> Capability:
+        return await self._http.call(Capability, "GET", f"/capabilities/{segment(capability_id)}")
+
+    async def get_capability_schema(self, capability_id: str, version: str) -> dict[str, Any]:
+        """A version's schema document exactly as published (the target of its `$schema` URL)."""
+        path = f"/capabilities/{segment(capability_id)}/{segment(version)}/schema.json"
+        schema: dict[str, Any] = (await self._http.request("GET", path)).json()
+        return schema
+
+    async def register_capability(
+        self,
+        capability_id: str,
+        version: str,
+        schema: Mapping[str, Any],
+        *,
+        examples: Sequence[Mapping[str, Any]] | None = None,
+        aliases: Sequence[str] | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        openapi_root: str | None = None,
+    ) -> Capability:
+        """Register a capability version (admin, or a key with the `capabilities:write` scope).
+
+        Published versions are immutable: re-registering identical content returns the capability,
+        different content is a `Conflict`. Every example must validate against `schema`.
+        """
+        body = _body(
+            id=capability_id,
+            version=version,
+            schema=dict(schema),
+            examples=[dict(e) for e in examples] if examples is not None else None,
+            aliases=list(aliases) if aliases is not None else None,
+            title=title,
+            description=description,
+            openapi_root=openapi_root,
+        )
+        return await self._http.call(Capability, "POST", "/capabilities", json=body)
+
+    # --------------------------------------------------------------------------- API keys (admin)
+
+    async def create_key(self, actor: str, *, admin: bool = False, scopes: Sequence[str] = ()) -> CreatedApiKey:
+        """A new key acting as `actor`; its secret (`.key`) is returned this once only."""
+        body = {"actor": actor, "admin": admin, "scopes": list(scopes)}
+        return await self._http.call(CreatedApiKey, "POST", "/keys", json=body)
+
+    async def list_keys(self) -> list[ApiKey]:
+        """Every key, without secrets (only their first characters, `prefix`)."""
+        return (await self._http.call(ApiKeyList, "GET", "/keys")).data
+
+    async def revoke_key(self, key_id: str) -> DeletedObject:
+        return await self._http.call(DeletedObject, "DELETE", f"/keys/{segment(key_id)}")

@@ -1,0 +1,142 @@
+"""Waking subscribers when events they follow are written, by this process or by any other.
+
+Subscribers never take events from the hub: they read the store's event log from their own cursor
+(`ThreadFeed.after`, `Hub.inbox_after`), so nothing is lost or doubled at the seam between replay and
+live, whatever the timing. The hub only says *when* to look again:
+
+- this process's writes, through the store's commit listener, at once;
+- other processes' writes, through a tailer that follows the store-wide event log (`events_since` by gid,
+  polled every `poll_interval` seconds while idle: an indexed range read that returns nothing).
+
+Per thread, a `ThreadFeed` keeps the most recent events in memory, fetched once per change, so a thousand
+subscribers of one thread cost one store read per change, not a thousand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+
+from aitp.store.base import EventRecord, Store
+
+log = logging.getLogger(__name__)
+
+RECENT_EVENTS = 1024  # per followed thread, kept in memory for live subscribers
+
+
+class Signal:
+    """A broadcast wake-up: `waiter()` before reading, then wait on it if there was nothing new."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def fire(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    def waiter(self) -> asyncio.Event:
+        return self._event
+
+
+class ThreadFeed:
+    """One followed thread in this process: a wake-up signal and a window of its newest events."""
+
+    def __init__(self, store: Store, thread_id: str) -> None:
+        self.store = store
+        self.thread_id = thread_id
+        self.signal = Signal()
+        self.followers = 0
+        self._recent: deque[EventRecord] = deque(maxlen=RECENT_EVENTS)
+        self._stale = True
+        self._lock = asyncio.Lock()
+
+    def poke(self) -> None:
+        self._stale = True
+        self.signal.fire()
+
+    async def after(self, cursor: int, limit: int) -> list[EventRecord]:
+        """Events with seq > `cursor`, oldest first, at most `limit`: from memory when it has them."""
+        if self._stale:
+            async with self._lock:  # one store read per change, however many subscribers ask
+                if self._stale:
+                    self._stale = False
+                    await self._refresh(cursor)
+        recent = self._recent
+        if recent and recent[0].seq <= cursor + 1 <= recent[-1].seq:
+            start = cursor + 1 - recent[0].seq
+            if recent[start].seq == cursor + 1:  # seqs are contiguous within a thread
+                return [recent[i] for i in range(start, min(start + limit, len(recent)))]
+        if recent and cursor >= recent[-1].seq:
+            return []
+        return await self.store.list_events(self.thread_id, after=cursor, limit=limit)
+
+    async def _refresh(self, cursor: int) -> None:
+        start = self._recent[-1].seq if self._recent else cursor
+        fetched = await self.store.list_events(self.thread_id, after=start, limit=RECENT_EVENTS)
+        if len(fetched) == RECENT_EVENTS:
+            self._stale = True  # there may be more; the next reader fetches them
+        if fetched and self._recent and fetched[0].seq != self._recent[-1].seq + 1:
+            self._recent.clear()
+        self._recent.extend(fetched)
+
+
+class Hub:
+    def __init__(self, store: Store, poll_interval: float = 0.1) -> None:
+        self.store = store
+        self.poll_interval = poll_interval
+        self.any_event = Signal()  # fired for every thread: actor inboxes wait on it
+        self._feeds: dict[str, ThreadFeed] = {}
+        self._tailer: asyncio.Task[None] | None = None
+        store.add_commit_listener(self.notify)
+
+    def notify(self, thread_id: str) -> None:
+        """Something was written to `thread_id`: wake whoever follows it."""
+        feed = self._feeds.get(thread_id)
+        if feed is not None:
+            feed.poke()
+        self.any_event.fire()
+
+    @contextlib.contextmanager
+    def follow(self, thread_id: str):  # type: ignore[no-untyped-def]
+        """The thread's feed while the `with` block runs (shared by every follower in this process)."""
+        feed = self._feeds.get(thread_id)
+        if feed is None:
+            feed = self._feeds[thread_id] = ThreadFeed(self.store, thread_id)
+        feed.followers += 1
+        try:
+            yield feed
+        finally:
+            feed.followers -= 1
+            if feed.followers == 0 and self._feeds.get(thread_id) is feed:
+                del self._feeds[thread_id]
+
+    # ----------------------------------------------------------- other instances
+
+    async def start(self) -> None:
+        """Start following the store-wide log (writes by other processes sharing the store)."""
+        if self._tailer is None:
+            self._tailer = asyncio.create_task(self._tail(await self.store.last_event_gid()), name="aitp-event-tailer")
+
+    async def stop(self) -> None:
+        if self._tailer is not None:
+            self._tailer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._tailer
+            self._tailer = None
+
+    async def _tail(self, gid: int) -> None:
+        while True:
+            try:
+                events = await self.store.events_since(gid, limit=1000)
+            except Exception:  # a store hiccup must not end live delivery for good
+                log.exception("event tailer: reading the event log failed; retrying")
+                await asyncio.sleep(1.0)
+                continue
+            for thread_id in dict.fromkeys(e.thread_id for e in events):
+                self.notify(thread_id)
+            if events:
+                gid = events[-1].gid
+            else:
+                await asyncio.sleep(self.poll_interval)

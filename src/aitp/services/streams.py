@@ -1,0 +1,72 @@
+"""Live event streams a caller may follow: one thread's events, or its actor inbox (every thread it is in)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from aitp import render
+from aitp.auth import Principal
+from aitp.events.stream import EventStream
+from aitp.runtime import Runtime
+from aitp.services.access import readable_thread
+from aitp.store.base import EventRecord
+
+
+@asynccontextmanager
+async def thread_stream(rt: Runtime, principal: Principal, thread_id: str, after: int) -> AsyncIterator[EventStream]:
+    """The thread's events after seq `after`, then live; 404 for non-members. Ends when the thread is
+    deleted or the subscriber's actor is removed from it."""
+    await readable_thread(rt, principal, thread_id)
+
+    def ends(record: EventRecord) -> str | None:
+        if record.type == "thread.deleted":
+            return "thread deleted"
+        if record.type == "thread.actor.left" and record.data.get("id") == principal.actor and not principal.admin:
+            return "removed from the thread"
+        return None
+
+    with rt.hub.follow(thread_id) as feed:
+        yield EventStream(
+            feed.after,
+            feed.signal.waiter,
+            lambda record: record.seq,
+            cursor=after,
+            ends=ends,
+            buffer=rt.settings.stream_buffer,
+            keepalive=rt.settings.keepalive_seconds,
+        )
+
+
+@asynccontextmanager
+async def inbox_stream(rt: Runtime, principal: Principal, after: int) -> AsyncIterator[EventStream]:
+    """Events of every thread the caller is in (from joining to leaving), resumable from `cursor`.
+    An admin key follows every thread."""
+    yield EventStream(
+        _inbox_reader(rt, principal),
+        rt.hub.any_event.waiter,
+        lambda record: record.gid,
+        cursor=after,
+        render_event=render.inbox_event,
+        buffer=rt.settings.stream_buffer,
+        keepalive=rt.settings.keepalive_seconds,
+    )
+
+
+def _inbox_reader(rt: Runtime, principal: Principal) -> Any:
+    if principal.admin:
+        return lambda cursor, limit: rt.store.events_since(cursor, limit)
+    return lambda cursor, limit: rt.store.list_inbox_events(principal.actor, cursor, limit)
+
+
+async def list_inbox(rt: Runtime, principal: Principal, *, after: int, limit: int) -> dict[str, Any]:
+    """One page of the caller's inbox after `cursor` (the polling twin of the inbox stream)."""
+    records = await _inbox_reader(rt, principal)(after, limit + 1)
+    items = [render.inbox_event(r) for r in records[:limit]]
+    return {
+        "object": "list",
+        "data": items,
+        "last_cursor": items[-1]["cursor"] if items else after,
+        "has_more": len(records) > limit,
+    }

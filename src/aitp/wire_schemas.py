@@ -20,6 +20,8 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "capability-declaration": (models.CapabilityDeclaration, "serialization"),
     "event": (models.Event, "serialization"),
     "event-list": (models.EventList, "serialization"),
+    "inbox-event": (models.InboxEvent, "serialization"),
+    "inbox-event-list": (models.InboxEventList, "serialization"),
     "thread-list": (models.ListPage[models.Thread], "serialization"),
     "message-list": (models.ListPage[models.Message], "serialization"),
     "actor-list": (models.ActorList, "serialization"),
@@ -36,6 +38,7 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "modify-message-request": (models.ModifyMessageRequest, "validation"),
     "actor-input": (models.ActorInput, "validation"),
     "create-key-request": (models.CreateKeyRequest, "validation"),
+    "register-capability-request": (models.RegisterCapabilityRequest, "validation"),
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -31,6 +32,9 @@ def serve(settings: Settings) -> None:
     import uvicorn
 
     from aitp.app import create_app
+
+    # the service's own log lines (registry sync, event tailer, slow consumers) next to uvicorn's
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     from aitp.services.keys import ensure_admin_key
 
     new_admin_key = None if settings.admin_key else _with_store(settings, ensure_admin_key)

@@ -5,8 +5,8 @@ Subscribers never take events from the hub: they read the store's event log from
 live, whatever the timing. The hub only says *when* to look again:
 
 - this process's writes, through the store's commit listener, at once;
-- other processes' writes, through a tailer that follows the store-wide event log (`events_since` by gid,
-  polled every `poll_interval` seconds while idle: an indexed range read that returns nothing).
+- other processes' writes, through a tailer that follows the store (`Store.watch_threads`: a change
+  stream on MongoDB, polling of the store-wide event log by gid on SQLite).
 
 Per thread, a `ThreadFeed` keeps the most recent events in memory, fetched once per change, so a thousand
 subscribers of one thread cost one store read per change, not a thousand.
@@ -115,9 +115,9 @@ class Hub:
     # ----------------------------------------------------------- other instances
 
     async def start(self) -> None:
-        """Start following the store-wide log (writes by other processes sharing the store)."""
+        """Start following writes by other processes sharing the store (`Store.watch_threads`)."""
         if self._tailer is None:
-            self._tailer = asyncio.create_task(self._tail(await self.store.last_event_gid()), name="aitp-event-tailer")
+            self._tailer = asyncio.create_task(self._tail(), name="aitp-event-tailer")
 
     async def stop(self) -> None:
         if self._tailer is not None:
@@ -126,17 +126,12 @@ class Hub:
                 await self._tailer
             self._tailer = None
 
-    async def _tail(self, gid: int) -> None:
+    async def _tail(self) -> None:
         while True:
             try:
-                events = await self.store.events_since(gid, limit=1000)
+                async for thread_ids in self.store.watch_threads(self.poll_interval):
+                    for thread_id in thread_ids:
+                        self.notify(thread_id)
             except Exception:  # a store hiccup must not end live delivery for good
-                log.exception("event tailer: reading the event log failed; retrying")
+                log.exception("event tailer: following the event log failed; retrying in 1s")
                 await asyncio.sleep(1.0)
-                continue
-            for thread_id in dict.fromkeys(e.thread_id for e in events):
-                self.notify(thread_id)
-            if events:
-                gid = events[-1].gid
-            else:
-                await asyncio.sleep(self.poll_interval)

@@ -8,8 +8,9 @@ assigning the thread's next event sequence number.
 from __future__ import annotations
 
 import abc
+import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -297,6 +298,21 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def last_event_gid(self) -> int:
         """The highest gid written so far (0 when there is none)."""
+
+    async def watch_threads(self, poll_interval: float) -> AsyncIterator[set[str]]:
+        """Ids of threads that got events, soon after they commit, written by any process sharing the store.
+
+        This default polls the store-wide log (one indexed range read per `poll_interval` while idle);
+        a backend with a push mechanism overrides it. Wake-ups only: readers still read by cursor.
+        """
+        gid = await self.last_event_gid()
+        while True:
+            events = await self.events_since(gid, limit=1000)
+            if events:
+                gid = events[-1].gid
+                yield {e.thread_id for e in events}
+            else:
+                await asyncio.sleep(poll_interval)
 
     # capability registry
 

@@ -8,13 +8,14 @@ writers of one thread, and `with_transaction` retries the losers of a write conf
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.asynchronous.client_session import AsyncClientSession
-from pymongo.errors import CollectionInvalid, DuplicateKeyError
+from pymongo.errors import CollectionInvalid, DuplicateKeyError, OperationFailure
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
@@ -131,6 +132,9 @@ def _key(doc: dict[str, Any]) -> KeyRecord:
 
 def _capability_version(doc: dict[str, Any]) -> CapabilityVersionRecord:
     return capability_version_from_document(doc["document"], doc["created_at"], doc["created_by"])
+
+
+log = logging.getLogger(__name__)
 
 
 class MongoStore(Store):
@@ -575,6 +579,19 @@ class MongoStore(Store):
     async def list_inbox_events(self, actor_id: str, after_gid: int, limit: int) -> list[EventRecord]:
         query = {"audience": actor_id, "gid": {"$gt": after_gid}}
         return [_event(d) async for d in self._db.events.find(query).sort("gid", ASCENDING).limit(limit)]
+
+    async def watch_threads(self, poll_interval: float) -> AsyncIterator[set[str]]:
+        """A change stream on `events` (needs a replica set, as in docker-compose); polling without one."""
+        pipeline = [{"$match": {"operationType": "insert"}}, {"$project": {"fullDocument.thread_id": 1}}]
+        try:
+            async with await self._db.events.watch(pipeline) as changes:
+                log.info("following events through a MongoDB change stream")
+                async for change in changes:
+                    yield {change["fullDocument"]["thread_id"]}
+        except OperationFailure as exc:  # e.g. a standalone server: change streams need a replica set
+            log.warning("no change stream (%s); polling the event log every %.2fs instead", exc, poll_interval)
+        async for threads in super().watch_threads(poll_interval):
+            yield threads
 
     async def last_event_gid(self) -> int:
         doc = await self._db.counters.find_one({"_id": "events"})

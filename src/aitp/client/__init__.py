@@ -34,6 +34,7 @@ from aitp.client._errors import (
     Unauthenticated,
     Unprocessable,
 )
+from aitp.client._stream import LiveStream, Reconnect
 from aitp.models import (
     Actor,
     ActorInput,
@@ -43,6 +44,8 @@ from aitp.models import (
     DeletedObject,
     Event,
     EventList,
+    InboxEvent,
+    InboxEventList,
     ListPage,
     Message,
     NegotiatedCapability,
@@ -56,6 +59,9 @@ from aitp.models.messages import AitpPart, ImageFilePart, ImageUrlPart, TextPart
 __all__ = [
     "AitpClient",
     "Order",
+    # live events
+    "LiveStream",
+    "Reconnect",
     # what methods take
     "ActorSpec",
     "MessageContent",
@@ -82,6 +88,8 @@ __all__ = [
     "DeletedObject",
     "Event",
     "EventList",
+    "InboxEvent",
+    "InboxEventList",
     "ImageFilePart",
     "ImageUrlPart",
     "ListPage",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
@@ -10,6 +10,7 @@ import httpx
 
 from aitp.client._content import ActorSpec, MessageContent, actor_body, content_body, declarations
 from aitp.client._http import HttpSession, segment
+from aitp.client._stream import LiveStream, Reconnect
 from aitp.models import (
     Actor,
     ActorList,
@@ -21,6 +22,8 @@ from aitp.models import (
     DeletedObject,
     Event,
     EventList,
+    InboxEvent,
+    InboxEventList,
     ListPage,
     Message,
     Thread,
@@ -45,6 +48,14 @@ async def _walk(fetch: Callable[[str | None], Awaitable[ListPage[T]]]) -> AsyncI
         if not page.has_more or page.last_id is None:
             return
         after = page.last_id
+
+
+def _seq(event: Event) -> int:
+    return event.seq
+
+
+def _cursor(event: InboxEvent) -> int:
+    return event.cursor
 
 
 class AitpClient:
@@ -239,8 +250,8 @@ class AitpClient:
         return await self._http.call(ThreadCapabilities, "GET", f"/threads/{segment(thread_id)}/capabilities")
 
     # ------------------------------------------------------------------------------------- events
-    # These read the stored log and return at its current end; the live feed (`events()`, over
-    # WebSocket) belongs in a stream module of its own, resuming from the same `seq` cursor.
+    # `list_events`/`iter_events` read the stored log and return at its current end; `events`,
+    # `stream` and `inbox` follow it live over a WebSocket (`_stream.py`), resuming from the same cursor.
 
     async def list_events(self, thread_id: str, *, after: int = 0, limit: int | None = None) -> EventList:
         """Events with `seq > after`, oldest first; resume with `after=page.last_seq`. `limit` is 1..1000."""
@@ -256,6 +267,40 @@ class AitpClient:
             if not page.has_more:
                 return
             after = page.last_seq
+
+    def stream(self, thread_id: str, *, after: int = 0, reconnect: Reconnect | None = None) -> LiveStream[Event]:
+        """The thread's events with `seq > after`, then live, plus posts on the same socket:
+
+            async with client.stream(thread_id) as stream:
+                await stream.post("I want socks")
+                async for event in stream: ...
+
+        Drops and slow-consumer closes are resumed from the last `seq` (no gap, no duplicate); iteration
+        ends when the thread is deleted or the caller removed from it. A non-member gets `NotFound`.
+        """
+        path = f"/threads/{segment(thread_id)}/events/ws"
+        return LiveStream(self._http, path, Event, _seq, after=after, reconnect=reconnect)
+
+    async def events(
+        self, thread_id: str, *, after: int = 0, reconnect: Reconnect | None = None
+    ) -> AsyncGenerator[Event, None]:
+        """Every event with `seq > after`, then live ones as they happen (see `stream`)."""
+        async with self.stream(thread_id, after=after, reconnect=reconnect) as stream:
+            async for event in stream:
+                yield event
+
+    async def inbox(self, *, after: int = 0, reconnect: Reconnect | None = None) -> AsyncGenerator[InboxEvent, None]:
+        """Events of every thread the caller is in (from joining to leaving) with `cursor > after`, then live;
+        new threads that add the caller included. Never ends by itself; resumes like `stream`."""
+        stream = LiveStream(self._http, "/actors/me/events/ws", InboxEvent, _cursor, after=after, reconnect=reconnect)
+        async with stream:
+            async for event in stream:
+                yield event
+
+    async def list_inbox(self, *, after: int = 0, limit: int | None = None) -> InboxEventList:
+        """One page of the inbox with `cursor > after`, oldest first; resume with `after=page.last_cursor`."""
+        params = {"after": after, "limit": limit}
+        return await self._http.call(InboxEventList, "GET", "/actors/me/events", params=params)
 
     # ------------------------------------------------------------------------ capability registry
 

@@ -8,15 +8,10 @@ from aitp import render
 from aitp.auth import Principal
 from aitp.runtime import Runtime
 from aitp.services.access import readable_thread
+from aitp.services.paging import log_page
 
 
 async def list_events(rt: Runtime, principal: Principal, thread_id: str, *, after: int, limit: int) -> dict[str, Any]:
     await readable_thread(rt, principal, thread_id)
     records = await rt.store.list_events(thread_id, after=after, limit=limit + 1)
-    items = [render.event(r) for r in records[:limit]]
-    return {
-        "object": "list",
-        "data": items,
-        "last_seq": items[-1]["seq"] if items else after,
-        "has_more": len(records) > limit,
-    }
+    return log_page(records, limit, after, render.event, ("last_seq", "seq"))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from aitp.store.base import Order
+from aitp.store.base import EventRecord, Order
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -31,3 +31,22 @@ async def cursor_page(
         return list(reversed(items[:limit])), len(items) > limit
     items = await fetch(order, after, before, limit + 1)
     return items[:limit], len(items) > limit
+
+
+def log_page(
+    records: list[EventRecord],
+    limit: int,
+    after: int,
+    render_event: Callable[[EventRecord], dict[str, Any]],
+    cursor: tuple[str, str],
+) -> dict[str, Any]:
+    """A page of an event log read with `limit + 1` records; `cursor` = (page field, event field) of the
+    position to resume after, e.g. ("last_seq", "seq")."""
+    items = [render_event(r) for r in records[:limit]]
+    page_field, event_field = cursor
+    return {
+        "object": "list",
+        "data": items,
+        page_field: items[-1][event_field] if items else after,
+        "has_more": len(records) > limit,
+    }

@@ -11,6 +11,7 @@ from aitp.auth import Principal
 from aitp.events.stream import EventStream
 from aitp.runtime import Runtime
 from aitp.services.access import readable_thread
+from aitp.services.paging import log_page
 from aitp.store.base import EventRecord
 
 
@@ -63,10 +64,4 @@ def _inbox_reader(rt: Runtime, principal: Principal) -> Any:
 async def list_inbox(rt: Runtime, principal: Principal, *, after: int, limit: int) -> dict[str, Any]:
     """One page of the caller's inbox after `cursor` (the polling twin of the inbox stream)."""
     records = await _inbox_reader(rt, principal)(after, limit + 1)
-    items = [render.inbox_event(r) for r in records[:limit]]
-    return {
-        "object": "list",
-        "data": items,
-        "last_cursor": items[-1]["cursor"] if items else after,
-        "has_more": len(records) > limit,
-    }
+    return log_page(records, limit, after, render.inbox_event, ("last_cursor", "cursor"))

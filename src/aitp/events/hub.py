@@ -58,7 +58,9 @@ class ThreadFeed:
 
     async def after(self, cursor: int, limit: int) -> list[EventRecord]:
         """Events with seq > `cursor`, oldest first, at most `limit`: from memory when it has them."""
-        if self._stale:
+        # Readers arriving while a refresh runs wait for it: returning [] then would make them sleep
+        # past the events that refresh is fetching.
+        if self._stale or self._lock.locked():
             async with self._lock:  # one store read per change, however many subscribers ask
                 if self._stale:
                     self._stale = False

@@ -1,0 +1,39 @@
+"""The hub wakes followers of a thread; its feed serves them the thread's newest events from one store read."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aitp.events.hub import Hub
+from aitp.store import Store
+from tests.store.test_contract import make_thread, post
+
+
+async def test_followers_reading_at_once_all_get_the_new_events(store: Store) -> None:
+    """Readers arriving while another reader's refresh is in flight wait for it instead of finding nothing."""
+    hub = Hub(store)
+    thread, _, _ = await make_thread(store, ("alice",), ("one",))
+    with hub.follow(thread.id) as feed:
+        assert [e.seq for e in await feed.after(0, 10)] == [1, 2]
+        await post(store, thread.id, "two")  # the commit listener pokes the feed
+        await post(store, thread.id, "three")
+        results = await asyncio.gather(*(feed.after(2, 10) for _ in range(5)))
+    assert [[e.seq for e in r] for r in results] == [[3, 4]] * 5
+
+
+async def test_a_commit_wakes_the_threads_followers_and_the_inbox_signal(store: Store) -> None:
+    hub = Hub(store)
+    thread, _, _ = await make_thread(store, ("alice",))
+    with hub.follow(thread.id) as feed:
+        thread_waiter, any_waiter = feed.signal.waiter(), hub.any_event.waiter()
+        await post(store, thread.id)
+        await asyncio.wait_for(asyncio.gather(thread_waiter.wait(), any_waiter.wait()), 5)
+
+
+async def test_a_reader_behind_the_window_reads_the_store(store: Store) -> None:
+    hub = Hub(store)
+    thread, _, _ = await make_thread(store, ("alice",), ("a", "b", "c"))
+    with hub.follow(thread.id) as feed:
+        assert [e.seq for e in await feed.after(3, 10)] == [4]  # the window starts after seq 3
+        assert [e.seq for e in await feed.after(0, 2)] == [1, 2]  # older: straight from the store
+    assert hub._feeds == {}  # the last follower gone, the feed is dropped

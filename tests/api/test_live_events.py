@@ -158,7 +158,7 @@ async def test_a_post_over_the_websocket_is_validated_and_answered_on_the_socket
     assert replies[7]["op"] == "posted" and replies[7]["message"]["content"][0]["text"]["value"] == "hi over ws"
     assert events[0]["data"]["id"] == replies[7]["message"]["id"]
     assert (replies[8]["op"], replies[8]["error"]["error"]["code"]) == ("error", "role_mismatch")
-    assert replies[9]["error"]["error"]["param"] == "message.content"  # missing
+    assert (replies[9]["status"], replies[9]["error"]["error"]["param"]) == (400, "content")  # missing
     assert replies[None]["error"]["error"]["message"] == "Frames must be JSON."
 
 

@@ -2,11 +2,13 @@
 
 WebSocket frames, server to client (JSON text):
     an event      {"seq", "type", "thread_id", "created_at", "data"}   (+ "cursor" on the inbox)
-    a post reply  {"op": "posted", "ref": ..., "message": {...}}  or  {"op": "error", "ref": ..., "error": {...}}
+    a post reply  {"op": "posted", "ref": ..., "message": {...}}
+                  or {"op": "error", "ref": ..., "status": <HTTP status>, "error": {<OpenAI envelope>}}
 Client to server:
     {"op": "post", "ref": <any>, "message": {<as POST .../messages>}}   (+ "thread_id" on the inbox)
 Close codes: 1000 thread deleted / removed from the thread, 4401 bad or missing key, 4403 not a member
-(or no such thread), 4008 slow consumer (the reason says the cursor to resume after), 1003 unreadable frame.
+(or no such thread), 4008 slow consumer (the reason says the cursor to resume after); uvicorn closes with
+1012 on shutdown, and a crashed server shows as 1006: in every case but 1000/4401/4403, resume from the cursor.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ Poster = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]  # a post op -> t
 
 def _public(item: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in item.items() if k != "_cursor"}
+
+
+def _error_frame(ref: Any, error: APIError) -> dict[str, Any]:
+    """A refused post: the HTTP status it would have had, and the same envelope."""
+    return {"op": "error", "ref": ref, "status": error.status_code, "error": error.envelope()}
 
 
 # ------------------------------------------------------------------------------------------ SSE
@@ -122,21 +129,18 @@ async def serve_websocket(websocket: WebSocket, stream: EventStream, post: Poste
             try:
                 frame = orjson.loads(raw)
             except orjson.JSONDecodeError:
-                await send({"op": "error", "ref": None, "error": InvalidRequest("Frames must be JSON.").envelope()})
+                await send(_error_frame(None, InvalidRequest("Frames must be JSON.")))
                 continue
             ref = frame.get("ref") if isinstance(frame, dict) else None
             if not isinstance(frame, dict) or frame.get("op") != "post" or not isinstance(frame.get("message"), dict):
-                error = InvalidRequest('Expected {"op": "post", "message": {...}}.', param="op")
-                await send({"op": "error", "ref": ref, "error": error.envelope()})
+                await send(_error_frame(ref, InvalidRequest('Expected {"op": "post", "message": {...}}.', param="op")))
                 continue
             try:
                 message = await post(frame)
             except APIError as error:
-                await send({"op": "error", "ref": ref, "error": error.envelope()})
-            except ValidationError as exc:
-                errors = [{**e, "loc": ("message", *e["loc"])} for e in exc.errors()]
-                invalid = validation_error(RequestValidationError(errors))
-                await send({"op": "error", "ref": ref, "error": invalid.envelope()})
+                await send(_error_frame(ref, error))
+            except ValidationError as exc:  # `param` names the field as over HTTP, e.g. "content"
+                await send(_error_frame(ref, validation_error(RequestValidationError(exc.errors()))))
             else:
                 await send({"op": "posted", "ref": ref, "message": message})
 

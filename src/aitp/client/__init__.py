@@ -14,10 +14,21 @@
         except NotFound as error:
             print(error.code, error.param)  # thread_not_found thread_id
 
+Live events come over a WebSocket that resumes from the last event seen after a drop or a slow-consumer
+close, so every event arrives once, in order; `stream` also posts on the same socket:
+
+    async for event in client.events(thread.id, after=0):  # ends when the thread is deleted
+        print(event.seq, event.type)
+    async for event in client.inbox():  # every thread the key's actor is in, new ones included
+        ...
+    async with client.stream(thread.id) as stream:
+        message = await stream.post("hi")  # refusals raise the same errors as create_message
+
 Results are the service's own pydantic wire models (`aitp.models`). Every refusal raises an
 `AitpError` subclass chosen by HTTP status, carrying the OpenAI error envelope's `message`, `type`,
 `param` and `code`; network failures and timeouts raise httpx's exceptions (`httpx.TransportError`)
-unchanged.
+unchanged, and a live stream that cannot reconnect (`Reconnect.max_attempts`) raises its last connection
+error (`OSError`, or a `websockets` exception) unchanged.
 """
 
 from aitp.client._client import AitpClient, Order

@@ -277,6 +277,7 @@ class AitpClient:
 
         Drops and slow-consumer closes are resumed from the last `seq` (no gap, no duplicate); iteration
         ends when the thread is deleted or the caller removed from it. A non-member gets `NotFound`.
+        Streams connect to `base_url` over the network: a `transport` given to the client does not apply.
         """
         path = f"/threads/{segment(thread_id)}/events/ws"
         return LiveStream(self._http, path, Event, _seq, after=after, reconnect=reconnect)
@@ -284,7 +285,10 @@ class AitpClient:
     async def events(
         self, thread_id: str, *, after: int = 0, reconnect: Reconnect | None = None
     ) -> AsyncGenerator[Event, None]:
-        """Every event with `seq > after`, then live ones as they happen (see `stream`)."""
+        """Every event with `seq > after`, then live ones as they happen (see `stream`).
+
+        To stop early and close the socket at once: `async with contextlib.aclosing(client.events(...)) as events`.
+        """
         async with self.stream(thread_id, after=after, reconnect=reconnect) as stream:
             async for event in stream:
                 yield event

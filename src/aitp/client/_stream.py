@@ -216,6 +216,7 @@ class LiveStream(Generic[E]):
 
         If the connection drops before the reply, this raises `websockets.ConnectionClosed`: the message
         may or may not have been created (if it was, its `thread.message.created` event still arrives).
+        Events read while waiting for the reply are kept for the stream's iteration.
         """
         message: dict[str, Any] = {"content": content_body(content)}
         if metadata is not None:
@@ -284,7 +285,7 @@ class LiveStream(Generic[E]):
             await asyncio.sleep(delay)
         url = f"{ws_url(self._session.root, self._path)}?after={self._received}"
         try:
-            self._socket = await connect(
+            socket = await connect(
                 url,
                 additional_headers={"Authorization": f"Bearer {self._session.api_key}"},
                 user_agent_header=f"aitp-client/{__version__}",
@@ -300,6 +301,10 @@ class LiveStream(Generic[E]):
         except (OSError, TimeoutError, websockets.InvalidHandshake, websockets.ConnectionClosed) as error:
             self._failed(error)
         else:
+            if self._over:  # closed by `aclose` while connecting
+                await socket.close()
+                return
+            self._socket = socket
             self._failures = 0
             self._connected_once = True
             log.debug("connected to %s", url)

@@ -21,8 +21,6 @@ import math
 import os
 import platform
 import resource
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +35,9 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import orjson
 import websockets
+
+from aitp import testing
+from aitp.testing import ServerProcess
 
 ADMIN = "bench-admin-key"
 RESULTS = Path(__file__).parent / "results" / "fanout.json"
@@ -68,61 +69,12 @@ def raise_fd_limit(needed: int) -> tuple[int, int]:
     return soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@dataclass
-class Server:
-    """`aitp serve` as a real process (started as tests' `start_server` does)."""
-
-    process: subprocess.Popen[bytes]
-    port: int
-    log: Path
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def tail(self, lines: int = 30) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
-def start_server(store_url: str, log: Path, timeout: float) -> Server:
-    """Start `aitp serve` on a free port and wait until /health answers."""
-    port = free_port()
-    env = {**os.environ, "AITP_STORE": store_url, "AITP_ADMIN_KEY": ADMIN}
-    with log.open("wb") as handle:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "aitp.cli", "serve", "--port", str(port)],
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    server = Server(process, port, log)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise BenchError(f"aitp serve exited with {process.returncode}:\n{server.tail()}")
-        try:
-            if httpx.get(f"{server.base_url}/health", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    server.stop()
-    raise BenchError(f"stage 'start server' did not finish within {timeout:g}s:\n{server.tail()}")
+def start_server(store_url: str, log: Path, timeout: float) -> ServerProcess:
+    """`aitp serve` on a free port, up within `timeout` seconds."""
+    try:
+        return testing.start_server(store_url, log, {"AITP_ADMIN_KEY": ADMIN}, timeout=timeout)
+    except RuntimeError as exc:
+        raise BenchError(f"stage 'start server': {exc}") from None
 
 
 @contextlib.contextmanager
@@ -218,7 +170,7 @@ async def listen(ws: Any, run: Round, index: int) -> None:
 
 @dataclass
 class Bench:
-    server: Server
+    server: ServerProcess
     http: httpx.AsyncClient
     thread_id: str
     key: str  # the subscribers' key (a member, not the admin)
@@ -398,7 +350,7 @@ def print_table(result: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------------- main
 
 
-async def setup(server: Server) -> tuple[httpx.AsyncClient, str, str]:
+async def setup(server: ServerProcess) -> tuple[httpx.AsyncClient, str, str]:
     """A poster (the thread's creator), a subscriber key (a member), and the thread."""
     async with httpx.AsyncClient(
         base_url=server.base_url + "/v1", headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30
@@ -416,7 +368,7 @@ async def setup(server: Server) -> tuple[httpx.AsyncClient, str, str]:
     return http, response.json()["id"], keys["listener"]
 
 
-async def run(args: argparse.Namespace, server: Server) -> dict[str, Any]:
+async def run(args: argparse.Namespace, server: ServerProcess) -> dict[str, Any]:
     http, thread_id, key = await stage("create keys and thread", setup(server), args.stage_timeout)
     try:
         bench = Bench(server, http, thread_id, key, args)
@@ -467,7 +419,7 @@ def main() -> None:
             try:
                 figures = runner(run(args, server))
             except BenchError as error:
-                raise BenchError(f"{error}\n--- server log (tail) ---\n{server.tail()}") from None
+                raise BenchError(f"{error}\n--- server log (tail) ---\n{server.output()[-3000:]}") from None
             finally:
                 server.stop()
     except BenchError as error:

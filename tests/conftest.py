@@ -7,10 +7,6 @@ through nx-27017 (the wire-protocol stand-in, started once per session).
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -24,6 +20,7 @@ import pytest
 from aitp.app import create_app
 from aitp.config import Settings
 from aitp.store import Store, open_store
+from aitp.testing import ServerProcess, start_server
 from tests.support.nx27017 import NxServer, start_nx27017
 
 REAL_MONGODB_URI = os.environ.get("AITP_TEST_MONGODB_URI")
@@ -130,63 +127,6 @@ class API:
 async def api(store: Store) -> AsyncIterator[API]:
     app = create_app(Settings(store_url="unused://", admin_key=ADMIN_KEY), store=store)
     yield API(httpx.ASGITransport(app=app), app)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@dataclass
-class ServerProcess:
-    """`aitp serve` running as a real process on a free port."""
-
-    process: subprocess.Popen[bytes]
-    port: int
-    log: Path
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
-def start_server(store_url: str, log: Path, env: dict[str, str] | None = None, timeout: float = 20) -> ServerProcess:
-    """Start `aitp serve` (uvicorn) on a free port and wait until /health answers."""
-    port = free_port()
-    full_env = {**os.environ, "AITP_STORE": store_url, **(env or {})}
-    handle = log.open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "aitp.cli", "serve", "--port", str(port)],
-        stdout=handle,
-        stderr=subprocess.STDOUT,
-        env=full_env,
-    )
-    server = ServerProcess(process, port, log)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"aitp serve exited with {process.returncode}:\n{server.output()}")
-        try:
-            if httpx.get(f"{server.base_url}/health", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    server.stop()
-    raise RuntimeError(f"aitp serve did not answer /health within {timeout}s:\n{server.output()}")
 
 
 @pytest.fixture

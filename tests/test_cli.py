@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ADMIN_KEY, ServerProcess, start_server
+from aitp.testing import ServerProcess, start_server
+from tests.conftest import ADMIN_KEY
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KEY_PATTERN = re.compile(r"aitp_[A-Za-z0-9_-]{40,}")

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from aitp.client import AitpClient, LiveStream, Message, SchemaDeclaration, TextPart
-from tests.conftest import ADMIN_KEY, ServerProcess, start_server
+from aitp.testing import ServerProcess, start_server
+from tests.conftest import ADMIN_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT = ROOT / "examples" / "shop_agent.py"

@@ -18,7 +18,8 @@ import pytest
 from openai.types.beta import Thread, ThreadDeleted
 from openai.types.beta.threads import ImageURLContentBlock, Message, MessageDeleted, TextContentBlock
 
-from tests.conftest import ADMIN_KEY, ServerProcess
+from aitp.testing import ServerProcess
+from tests.conftest import ADMIN_KEY
 
 # client.beta.threads is deprecated upstream (Assistants API); it still works and is what we test.
 pytestmark = pytest.mark.filterwarnings("ignore:The Assistants API is deprecated:DeprecationWarning")

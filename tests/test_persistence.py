@@ -8,7 +8,8 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import ADMIN_KEY, ServerProcess, start_server
+from aitp.testing import ServerProcess, start_server
+from tests.conftest import ADMIN_KEY
 
 USER = "user.near"
 SHOP = "shop.near"

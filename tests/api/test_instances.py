@@ -6,7 +6,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import ADMIN_KEY, Backend, start_server
+from aitp.testing import start_server
+from tests.conftest import ADMIN_KEY, Backend
 from tests.support.live import ws_connect, ws_events
 
 MESSAGES = 50

@@ -18,7 +18,8 @@ import httpx
 import pytest
 import websockets
 
-from tests.conftest import ADMIN_KEY, Backend, ServerProcess, start_server
+from aitp.testing import ServerProcess, start_server
+from tests.conftest import ADMIN_KEY, Backend
 from tests.support.live import RawWebSocket, sse_frames, ws_connect, ws_events
 
 

@@ -40,7 +40,8 @@ from aitp.client import (
 )
 from aitp.config import Settings
 from aitp.store import Store
-from tests.conftest import ADMIN_KEY, ServerProcess, free_port
+from aitp.testing import ServerProcess, free_port
+from tests.conftest import ADMIN_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = "http://aitp.test"

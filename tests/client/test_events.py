@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, aclosing
 from pathlib import Path
 from typing import TypeVar
 
-import httpx
 import pytest
 
 from aitp.client import (
@@ -37,35 +32,13 @@ from aitp.client import (
     Unprocessable,
 )
 from aitp.client._stream import reply_error
-from tests.conftest import ADMIN_KEY, ServerProcess, free_port, start_server
+from aitp.testing import ServerProcess, free_port, start_server
+from tests.conftest import ADMIN_KEY
 
 DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
 WAIT = 20  # seconds any single wait may take before the test fails
 FAST = Reconnect(initial_delay=0.05, max_delay=0.5, max_attempts=100)  # rides out a restart of a few seconds
 T = TypeVar("T")
-
-
-def serve_on(store_url: str, port: int, log: Path, env: dict[str, str]) -> ServerProcess:
-    """`aitp serve` on a given port (a restart must keep the URL the client reconnects to)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "aitp.cli", "serve", "--port", str(port)],
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "AITP_STORE": store_url, **env},
-    )
-    server = ServerProcess(process, port, log)
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"aitp serve exited with {process.returncode}:\n{server.output()}")
-        try:
-            if httpx.get(f"{server.base_url}/health", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    server.stop()
-    raise RuntimeError(f"aitp serve did not answer on port {port}:\n{server.output()}")
 
 
 @pytest.fixture
@@ -158,7 +131,7 @@ async def test_events_resume_without_gap_or_duplicate_when_the_server_restarts(
                 server.process.wait()
             else:
                 server.stop()
-            server = serve_on(store_url, server.port, tmp_path / "second.log", env)
+            server = start_server(store_url, tmp_path / "second.log", env, port=server.port)
             for i in range(3, 6):
                 await alice.create_message(thread.id, f"m{i}")
             seen += await take(events, 5)

@@ -9,13 +9,11 @@ from fastapi import APIRouter, Header, Query, WebSocket
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.errors import ERROR_RESPONSES
-from aitp.api.live import serve_websocket, sse_cursor, sse_response, wants_event_stream, websocket_principal
+from aitp.api.live import serve_websocket, sse_cursor, sse_response, wants_event_stream
 from aitp.api.responses import FastJSONResponse
-from aitp.errors import APIError, InvalidRequest
-from aitp.events.stream import CLOSE_NOT_FOUND
-from aitp.models import CreateMessageRequest, EventList, InboxEventList
+from aitp.models import EventList, InboxEventList
 from aitp.runtime import Runtime
-from aitp.services import events, messages, streams
+from aitp.services import events, streams
 
 router = APIRouter(tags=["events"], responses=ERROR_RESPONSES)
 
@@ -45,8 +43,7 @@ async def thread_events(
     last_event_id: LastEventId = None,
 ) -> Any:
     if wants_event_stream(accept):
-        opened = streams.thread_stream(rt, principal, thread_id, sse_cursor(last_event_id, after))
-        return sse_response(opened, await opened.__aenter__())
+        return await sse_response(streams.thread_stream(rt, principal, thread_id, sse_cursor(last_event_id, after)))
     return FastJSONResponse(await events.list_events(rt, principal, thread_id, after=after, limit=limit))
 
 
@@ -65,49 +62,25 @@ async def inbox_events(
     last_event_id: LastEventId = None,
 ) -> Any:
     if wants_event_stream(accept):
-        opened = streams.inbox_stream(rt, principal, sse_cursor(last_event_id, after))
-        return sse_response(opened, await opened.__aenter__())
+        return await sse_response(streams.inbox_stream(rt, principal, sse_cursor(last_event_id, after)))
     return FastJSONResponse(await streams.list_inbox(rt, principal, after=after, limit=limit))
 
 
 @router.websocket("/threads/{thread_id}/events/ws")
 async def thread_events_ws(websocket: WebSocket, thread_id: str, after: AfterSeq = 0) -> None:
     rt: Runtime = websocket.app.state.runtime
-    await websocket.accept()
-    principal = await websocket_principal(websocket, rt)
-    if principal is None:
-        return
-    opened = streams.thread_stream(rt, principal, thread_id, after)
-    try:
-        stream = await opened.__aenter__()
-    except APIError as error:
-        await websocket.close(CLOSE_NOT_FOUND, reason=error.message[:120])
-        return
-    try:
-
-        async def post(frame: dict[str, Any]) -> dict[str, Any]:
-            body = CreateMessageRequest.model_validate(frame["message"])
-            return await messages.create_message(rt, principal, thread_id, body)
-
-        await serve_websocket(websocket, stream, post)
-    finally:
-        await opened.__aexit__(None, None, None)
+    await serve_websocket(
+        websocket,
+        lambda principal: streams.thread_stream(rt, principal, thread_id, after),
+        lambda principal, frame: streams.post_frame(rt, principal, frame, thread_id),
+    )
 
 
 @router.websocket("/actors/me/events/ws")
 async def inbox_events_ws(websocket: WebSocket, after: AfterCursor = 0) -> None:
     rt: Runtime = websocket.app.state.runtime
-    await websocket.accept()
-    principal = await websocket_principal(websocket, rt)
-    if principal is None:
-        return
-
-    async def post(frame: dict[str, Any]) -> dict[str, Any]:
-        thread_id = frame.get("thread_id")
-        if not isinstance(thread_id, str):
-            raise InvalidRequest("On the inbox socket a post names its thread: 'thread_id'.", param="thread_id")
-        body = CreateMessageRequest.model_validate(frame["message"])
-        return await messages.create_message(rt, principal, thread_id, body)
-
-    async with streams.inbox_stream(rt, principal, after) as stream:
-        await serve_websocket(websocket, stream, post)
+    await serve_websocket(
+        websocket,
+        lambda principal: streams.inbox_stream(rt, principal, after),
+        lambda principal, frame: streams.post_frame(rt, principal, frame, frame.get("thread_id")),
+    )

@@ -28,7 +28,14 @@ from starlette.responses import StreamingResponse
 from aitp.api.errors import validation_error
 from aitp.auth import Principal, authenticate, bearer_token
 from aitp.errors import APIError, InvalidRequest
-from aitp.events.stream import CLOSE_NORMAL, CLOSE_SLOW_CONSUMER, CLOSE_UNAUTHENTICATED, EventStream, Overflow
+from aitp.events.stream import (
+    CLOSE_NORMAL,
+    CLOSE_NOT_FOUND,
+    CLOSE_SLOW_CONSUMER,
+    CLOSE_UNAUTHENTICATED,
+    EventStream,
+    Overflow,
+)
 from aitp.runtime import Runtime
 
 Poster = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]  # a post op -> the created message
@@ -63,8 +70,11 @@ def sse_cursor(last_event_id: str | None, after: int) -> int:
     return value
 
 
-def sse_response(opened: AbstractAsyncContextManager[EventStream], stream: EventStream) -> StreamingResponse:
-    """Stream events as SSE (`id:` is the cursor to resume from); ends with an `event: end` frame."""
+async def sse_response(opened: AbstractAsyncContextManager[EventStream]) -> StreamingResponse:
+    """Stream events as SSE (`id:` is the cursor to resume from); ends with an `event: end` frame.
+
+    The stream is opened here, so a refusal (404 for non-members) is an ordinary HTTP error."""
+    stream = await opened.__aenter__()
 
     async def frames() -> AsyncIterator[bytes]:
         try:
@@ -93,7 +103,7 @@ def sse_response(opened: AbstractAsyncContextManager[EventStream], stream: Event
 # ------------------------------------------------------------------------------------ WebSocket
 
 
-async def websocket_principal(websocket: WebSocket, rt: Runtime) -> Principal | None:
+async def _websocket_principal(websocket: WebSocket, rt: Runtime) -> Principal | None:
     """Authenticate from the Authorization header or `?token=` (browsers cannot set headers); None if refused."""
     try:
         token = websocket.query_params.get("token") or bearer_token(websocket.headers.get("authorization"))
@@ -103,7 +113,30 @@ async def websocket_principal(websocket: WebSocket, rt: Runtime) -> Principal | 
         return None
 
 
-async def serve_websocket(websocket: WebSocket, stream: EventStream, post: Poster) -> None:
+async def serve_websocket(
+    websocket: WebSocket,
+    open_stream: Callable[[Principal], AbstractAsyncContextManager[EventStream]],
+    post: Callable[[Principal, dict[str, Any]], Awaitable[dict[str, Any]]],
+) -> None:
+    """Accept, authenticate, open the caller's stream (4403 if refused) and serve it with post ops."""
+    rt: Runtime = websocket.app.state.runtime
+    await websocket.accept()
+    principal = await _websocket_principal(websocket, rt)
+    if principal is None:
+        return
+    opened = open_stream(principal)
+    try:
+        stream = await opened.__aenter__()
+    except APIError as error:
+        await websocket.close(CLOSE_NOT_FOUND, reason=error.message[:120])
+        return
+    try:
+        await _serve(websocket, stream, lambda frame: post(principal, frame))
+    finally:
+        await opened.__aexit__(None, None, None)
+
+
+async def _serve(websocket: WebSocket, stream: EventStream, post: Poster) -> None:
     """Send the stream's events and answer post ops, until either side ends it."""
     send_lock = asyncio.Lock()
 

@@ -8,8 +8,11 @@ from typing import Any
 
 from aitp import render
 from aitp.auth import Principal
-from aitp.events.stream import EventStream
+from aitp.errors import InvalidRequest
+from aitp.events.stream import EventStream, Reader
+from aitp.models import CreateMessageRequest
 from aitp.runtime import Runtime
+from aitp.services import messages
 from aitp.services.access import readable_thread
 from aitp.services.paging import log_page
 from aitp.store.base import EventRecord
@@ -55,7 +58,7 @@ async def inbox_stream(rt: Runtime, principal: Principal, after: int) -> AsyncIt
     )
 
 
-def _inbox_reader(rt: Runtime, principal: Principal) -> Any:
+def _inbox_reader(rt: Runtime, principal: Principal) -> Reader:
     if principal.admin:
         return lambda cursor, limit: rt.store.events_since(cursor, limit)
     return lambda cursor, limit: rt.store.list_inbox_events(principal.actor, cursor, limit)
@@ -65,3 +68,12 @@ async def list_inbox(rt: Runtime, principal: Principal, *, after: int, limit: in
     """One page of the caller's inbox after `cursor` (the polling twin of the inbox stream)."""
     records = await _inbox_reader(rt, principal)(after, limit + 1)
     return log_page(records, limit, after, render.inbox_event, ("last_cursor", "cursor"))
+
+
+async def post_frame(rt: Runtime, principal: Principal, frame: dict[str, Any], thread_id: Any) -> dict[str, Any]:
+    """A `{"op": "post", "message": {...}}` frame: the same rules as POST /v1/threads/{id}/messages.
+    On the inbox socket the frame names its thread (`thread_id`)."""
+    if not isinstance(thread_id, str):
+        raise InvalidRequest("On the inbox socket a post names its thread: 'thread_id'.", param="thread_id")
+    body = CreateMessageRequest.model_validate(frame["message"])
+    return await messages.create_message(rt, principal, thread_id, body)

@@ -155,16 +155,15 @@ class Store(abc.ABC):
     removed (so it hears of its removal) and, for a deletion, everyone who was a member.
     """
 
-    _commit_listeners: list[CommitListener]
+    def __init__(self) -> None:
+        self._commit_listeners: list[CommitListener] = []
 
     def add_commit_listener(self, listener: CommitListener) -> None:
         """Call `listener(thread_id)` after every committed write that appended events to that thread."""
-        if not hasattr(self, "_commit_listeners"):
-            self._commit_listeners = []
         self._commit_listeners.append(listener)
 
     def _committed(self, thread_id: str) -> None:
-        for listener in getattr(self, "_commit_listeners", ()):
+        for listener in self._commit_listeners:
             listener(thread_id)
 
     @abc.abstractmethod

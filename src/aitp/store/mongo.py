@@ -139,6 +139,7 @@ log = logging.getLogger(__name__)
 
 class MongoStore(Store):
     def __init__(self, url: str, database: str) -> None:
+        super().__init__()
         self.url = url
         self.database_name = database
         self._client: AsyncMongoClient[dict[str, Any]] | None = None

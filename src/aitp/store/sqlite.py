@@ -192,6 +192,7 @@ def _key(row: sqlite3.Row) -> KeyRecord:
 
 class SQLiteStore(Store):
     def __init__(self, path: str | Path) -> None:
+        super().__init__()
         self.path = str(path)
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None

@@ -11,6 +11,7 @@ COPY pyproject.toml README.md ./
 COPY src/ ./src/
 COPY schemas/ ./schemas/
 COPY capabilities/ ./capabilities/
+COPY web/ ./web/
 
 RUN pip install --no-cache-dir . \
     && groupadd --system aitp \
@@ -19,7 +20,8 @@ RUN pip install --no-cache-dir . \
     && chown aitp:aitp /data
 
 ENV AITP_STORE=sqlite:////data/aitp.db \
-    AITP_CAPABILITIES_DIR=/app/capabilities
+    AITP_CAPABILITIES_DIR=/app/capabilities \
+    AITP_WEB_DIR=/app/web
 VOLUME /data
 
 USER aitp

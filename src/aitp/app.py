@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 
 from aitp import __version__
 from aitp.api import actors, capabilities, errors, events, keys, messages, threads
@@ -61,4 +62,12 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     async def health() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
 
+    # the chat UI: plain ES modules and CSS, no build step; mounted last so API routes win
+    web = Path(settings.web_dir) if settings.web_dir else web_directory()
+    app.mount("/", StaticFiles(directory=web, html=True, check_dir=False), name="web")
     return app
+
+
+def web_directory() -> Path:
+    """The repository's `web/` directory (the reference chat UI)."""
+    return Path(__file__).resolve().parents[2] / "web"

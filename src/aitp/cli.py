@@ -46,11 +46,13 @@ def serve(settings: Settings) -> None:
             "aitp: created the admin key (shown once, stored only as a hash):\n"
             f"    {new_admin_key}\n"
             f"aitp: API at {base}/v1  (try: curl -H 'Authorization: Bearer {new_admin_key}' {base}/v1/threads)\n"
-            f"aitp: API docs at {base}/docs",
+            f"aitp: API docs at {base}/docs\n"
+            # the fragment never reaches a server or its logs; the UI moves the key to sessionStorage
+            f"aitp: web UI, signed in as admin: {base}/#key={new_admin_key}",
             flush=True,
         )
     else:
-        print(f"aitp: API at {base}/v1, docs at {base}/docs", flush=True)
+        print(f"aitp: API at {base}/v1, docs at {base}/docs, web UI at {base}/", flush=True)
     uvicorn.run(
         create_app(settings),
         host=settings.host,

@@ -17,6 +17,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     capabilities_dir: str | None = None  # None: the repository's capabilities/ directory
+    web_dir: str | None = None  # None: the repository's web/ directory (the chat UI)
     unknown_capabilities: Literal["reject", "accept"] = "reject"
     stream_buffer: int = 1024  # events buffered per live subscriber before it is closed as too slow
     keepalive_seconds: float = 15.0  # SSE comment / WebSocket ping interval
@@ -31,6 +32,7 @@ class Settings:
             host=env.get("AITP_HOST") or cls.host,
             port=int(env.get("AITP_PORT") or cls.port),
             capabilities_dir=env.get("AITP_CAPABILITIES_DIR") or None,
+            web_dir=env.get("AITP_WEB_DIR") or None,
             unknown_capabilities=_unknown_policy(env.get("AITP_UNKNOWN_CAPABILITIES") or "reject"),
             stream_buffer=int(env.get("AITP_STREAM_BUFFER") or cls.stream_buffer),
             keepalive_seconds=float(env.get("AITP_KEEPALIVE_SECONDS") or cls.keepalive_seconds),

@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from aitp.auth import Principal
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef
 from aitp.store.base import ActorRecord, EventRecord, KeyRecord, MessageRecord, ThreadRecord
 
@@ -123,4 +124,14 @@ def capability(info: CapabilityInfo) -> dict[str, Any]:
         "latest": str(info.versions[-1]) if info.versions else None,
         "schema_urls": {str(v): CapabilityRef(info.id, v).url for v in info.versions},
         "aliases": info.aliases,
+    }
+
+
+def identity(principal: Principal) -> dict[str, Any]:
+    return {
+        "object": "actor.identity",
+        "id": principal.actor,
+        "admin": principal.admin,
+        "key_id": principal.key_id,
+        "scopes": sorted(principal.scopes),
     }

@@ -32,6 +32,7 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "error": (models.ErrorResponse, "serialization"),
     "api-key": (models.ApiKey, "serialization"),
     "created-api-key": (models.CreatedApiKey, "serialization"),
+    "identity": (models.Identity, "serialization"),
     "create-thread-request": (models.CreateThreadRequest, "validation"),
     "modify-thread-request": (models.ModifyThreadRequest, "validation"),
     "create-message-request": (models.CreateMessageRequest, "validation"),

@@ -23,6 +23,7 @@ ROUTES = [
     ("POST", "/threads/t/actors"),
     ("DELETE", "/threads/t/actors/a"),
     ("GET", "/threads/t/events"),
+    ("GET", "/actors/me"),
     ("GET", "/keys"),
     ("POST", "/keys"),
     ("DELETE", "/keys/k"),
@@ -77,6 +78,20 @@ async def test_key_requests_are_validated(api: API) -> None:
         response = await api.admin.post("/keys", json=body)
         assert response.status_code == 400, body
         assert response.json()["error"]["param"] == param
+
+
+async def test_a_key_tells_who_it_acts_as(api: API) -> None:
+    created = (await api.admin.post("/keys", json={"actor": "shop.near", "scopes": ["capabilities:write"]})).json()
+    me = (await api.client(created["key"]).get("/actors/me")).json()
+    assert me == {
+        "object": "actor.identity",
+        "id": "shop.near",
+        "admin": False,
+        "key_id": created["id"],
+        "scopes": ["capabilities:write"],
+    }
+    admin = (await api.admin.get("/actors/me")).json()
+    assert (admin["id"], admin["admin"], admin["key_id"]) == ("admin", True, None)
 
 
 async def test_an_admin_key_created_through_the_api_is_admin(api: API) -> None:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from aitp import render
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.errors import ERROR_RESPONSES
 from aitp.api.responses import FastJSONResponse
-from aitp.models import Actor, ActorInput, ActorList, DeletedObject
+from aitp.models import Actor, ActorInput, ActorList, DeletedObject, Identity
 from aitp.services import actors
 
 router = APIRouter(tags=["actors"], responses=ERROR_RESPONSES)
+
+
+@router.get("/actors/me", response_model=Identity, summary="Who the calling key acts as")
+async def who_am_i(principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(render.identity(principal))
 
 
 @router.get("/threads/{thread_id}/actors", response_model=ActorList, summary="List a thread's actors")

@@ -14,7 +14,7 @@ from aitp.models.capabilities import (
 )
 from aitp.models.common import DeletedObject, ErrorBody, ErrorResponse, ListPage
 from aitp.models.events import Event, EventList, InboxEvent, InboxEventList
-from aitp.models.keys import ApiKey, ApiKeyList, CreatedApiKey, CreateKeyRequest
+from aitp.models.keys import ApiKey, ApiKeyList, CreatedApiKey, CreateKeyRequest, Identity
 from aitp.models.messages import CreateMessageRequest, Message, ModifyMessageRequest
 from aitp.models.threads import (
     Actor,
@@ -49,6 +49,7 @@ __all__ = [
     "ErrorResponse",
     "Event",
     "EventList",
+    "Identity",
     "InboxEvent",
     "InboxEventList",
     "ListPage",

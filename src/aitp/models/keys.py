@@ -37,3 +37,13 @@ class CreatedApiKey(ApiKey):
 class ApiKeyList(BaseModel):
     object: Literal["list"] = "list"
     data: list[ApiKey]
+
+
+class Identity(BaseModel):
+    """Who the calling key acts as (`GET /v1/actors/me`)."""
+
+    object: Literal["actor.identity"] = "actor.identity"
+    id: str  # the actor id the key acts as ("admin" for the AITP_ADMIN_KEY)
+    admin: bool
+    key_id: str | None  # None for the AITP_ADMIN_KEY, which is not stored
+    scopes: list[str]

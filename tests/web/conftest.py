@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +35,20 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "web" / "screenshots"
 
 
-@pytest.fixture(scope="session")
+# module scope, not session: the sync driver keeps an event loop running while it is open, which
+# breaks pytest-asyncio tests collected after a browser test in the same run
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as driver:
         yield driver
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's `chromium` package (the README test command does)")
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: install Debian's `chromium` package (the README test command does)"
+        )
     browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
     yield browser
     browser.close()
@@ -77,15 +83,54 @@ class WebServer:
 @pytest.fixture(scope="module")
 def web_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     directory = tmp_path_factory.mktemp("web")
-    process = start_server(
-        f"sqlite:///{directory / 'web.db'}", directory / "serve.log", {"AITP_ADMIN_KEY": ADMIN_KEY}
-    )
+    process = start_server(f"sqlite:///{directory / 'web.db'}", directory / "serve.log", {"AITP_ADMIN_KEY": ADMIN_KEY})
     server = WebServer(process)
     try:
         yield server
     finally:
         server.admin.close()
         process.stop()
+
+
+class FileHost:
+    """A local HTTP server for documents the tests publish: form definitions, product photos."""
+
+    def __init__(self) -> None:
+        files: dict[str, tuple[str, bytes]] = {}
+        self.files = files
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (the http.server API)
+                content_type, body = files.get(self.path, ("text/plain", b"not found"))
+                self.send_response(200 if self.path in files else 404)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def publish(self, path: str, body: bytes, content_type: str) -> str:
+        """Serve `body` at `path` (starting with /); its URL."""
+        self.files[path] = (content_type, body)
+        return self.base_url + path
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def file_host() -> Iterator[FileHost]:
+    host = FileHost()
+    yield host
+    host.close()
 
 
 @pytest.fixture

@@ -1,0 +1,522 @@
+"""The chat UI's shell in a real browser: sign-in, the live thread list, threads, actors, the capability
+table, posting, resuming the inbox after a network drop, keyboard-only use and a 360 px screen.
+
+Every message or actor the UI creates is checked through the HTTP API as well.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from aitp.testing import start_server
+from tests.conftest import ADMIN_KEY
+from tests.web.conftest import WebServer
+
+DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
+DATA_REQUEST = "https://aitp.dev/capabilities/aitp-03-data-request/v1.0.0/schema.json"
+_names = itertools.count(1)
+
+
+def unique(actor: str) -> str:
+    """Actor ids unique within the module's server, so tests do not see each other's threads."""
+    return f"{actor}-{next(_names)}.near"
+
+
+def open_ui(page: Page, web_server: WebServer, key: str, thread: str | None = None) -> None:
+    page.goto(web_server.url(key, thread))
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+
+
+def messages_of(agent: httpx.Client, thread_id: str) -> list[dict]:
+    response = agent.get(f"/threads/{thread_id}/messages", params={"order": "asc", "limit": 100})
+    assert response.status_code == 200, response.text
+    return response.json()["data"]
+
+
+def texts_of(agent: httpx.Client, thread_id: str) -> list[tuple[str, str]]:
+    """(author, text) of every message of the thread, oldest first."""
+    return [(m["metadata"]["actor"], m["content"][0]["text"]["value"]) for m in messages_of(agent, thread_id)]
+
+
+def create_thread(agent: httpx.Client, **body: object) -> dict:
+    response = agent.post("/threads", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def message_article(page: Page, text: str):
+    return page.locator("article.message", has_text=text)
+
+
+# ------------------------------------------------------------------------------------------- sign-in
+
+
+def test_signing_in_with_the_form_lists_my_threads_and_says_who_i_am(page: Page, web_server: WebServer) -> None:
+    alice, shop, bank = unique("alice"), unique("shop"), unique("bank")
+    key = web_server.key_for(alice)
+    create_thread(web_server.agent(shop), actors=[{"id": alice}], metadata={"title": "Winter socks"})
+    create_thread(web_server.agent(bank), actors=[{"id": alice}], metadata={"title": "Savings"})
+
+    page.goto(web_server.base_url)
+    page.get_by_label("Actor key").fill(key)
+    page.get_by_role("button", name="Sign in").click()
+
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    expect(page.locator("#whoami")).to_have_text(alice)  # the one actor both threads share
+    expect(page.locator("#thread-list li")).to_have_count(2)
+    expect(page.get_by_role("link", name=re.compile("Winter socks"))).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('aitp.key')") == key
+
+
+def test_a_bad_key_in_the_form_shows_the_servers_error(page: Page, web_server: WebServer) -> None:
+    page.goto(web_server.base_url)
+    page.get_by_label("Actor key").fill("aitp_not_a_key")
+    page.get_by_role("button", name="Sign in").click()
+
+    expect(page.locator("#sign-in-error")).to_have_attribute("role", "alert")
+    expect(page.locator("#sign-in-error")).to_contain_text("Incorrect API key provided.")
+    expect(page.locator("#workspace")).to_be_hidden()
+    assert page.evaluate("sessionStorage.getItem('aitp.key')") is None
+
+
+def test_the_key_link_signs_in_opens_the_thread_and_leaves_the_address_bar(page: Page, web_server: WebServer) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    key = web_server.key_for(alice)
+    thread = create_thread(web_server.agent(shop), actors=[{"id": alice}], messages=["Which size?"])
+
+    open_ui(page, web_server, key, thread["id"])
+
+    expect(message_article(page, "Which size?")).to_have_attribute("data-actor", shop)
+    assert "key=" not in page.url
+    assert page.url.endswith(f"#thread={thread['id']}")
+    # the key lives in this tab's sessionStorage: a reload stays signed in, on the same thread
+    page.reload()
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    expect(message_article(page, "Which size?")).to_be_visible()
+
+
+def test_a_bad_key_in_the_link_shows_the_error_and_the_sign_in_form(page: Page, web_server: WebServer) -> None:
+    page.goto(web_server.url("aitp_wrong"))
+
+    expect(page.get_by_role("alert")).to_contain_text("Incorrect API key provided.")
+    expect(page.get_by_label("Actor key")).to_be_focused()
+    assert "key=" not in page.url
+
+
+def test_signing_out_forgets_the_key(page: Page, web_server: WebServer) -> None:
+    open_ui(page, web_server, web_server.key_for(unique("alice")))
+
+    page.get_by_role("button", name="Sign out").click()
+
+    expect(page.get_by_label("Actor key")).to_be_visible()
+    expect(page.locator("#connection")).to_have_attribute("data-state", "idle")
+    assert page.evaluate("sessionStorage.getItem('aitp.key')") is None
+
+
+def test_opening_my_only_thread_tells_me_which_of_its_actors_i_am(page: Page, web_server: WebServer) -> None:
+    # one thread of two actors cannot say which one the key is: the UI asks the server, storing nothing
+    alice, shop = unique("alice"), unique("shop")
+    shop_agent = web_server.agent(shop)
+    thread = create_thread(shop_agent, actors=[{"id": alice}], messages=["Hi"])
+
+    open_ui(page, web_server, web_server.key_for(alice), thread["id"])
+
+    expect(page.locator("#whoami")).to_have_text(alice)
+    expect(page.locator(f'#details li.actor[data-actor="{alice}"] .badge')).to_have_text("you")
+    assert texts_of(shop_agent, thread["id"]) == [(shop, "Hi")]
+
+
+# ---------------------------------------------------------------------------------- threads, live
+
+
+def test_the_thread_list_shows_a_thread_an_agent_creates_with_me_live(page: Page, web_server: WebServer) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    open_ui(page, web_server, web_server.key_for(alice))
+    expect(page.locator("#thread-list li")).to_have_count(0)
+    page.evaluate("window.__sameDocument = true")
+
+    thread = create_thread(web_server.agent(shop), actors=[{"id": alice}], metadata={"title": "Fresh offer"})
+
+    item = page.locator(f'#thread-list li[data-thread-id="{thread["id"]}"]')
+    expect(item).to_contain_text("Fresh offer")
+    item.get_by_role("link").click()
+    expect(page.locator("#thread-title")).to_have_text("Fresh offer")
+    assert page.evaluate("window.__sameDocument") is True
+
+
+def test_creating_a_thread_and_posting_text_from_the_ui(page: Page, web_server: WebServer) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    shop_agent = web_server.agent(shop)
+    open_ui(page, web_server, web_server.key_for(alice))
+
+    page.locator("#threads summary").click()
+    form = page.get_by_role("form", name="New thread")
+    form.get_by_label("Title (optional)").fill("Socks")
+    form.get_by_role("button", name="Add an actor").click()
+    form.get_by_label("Actor id").fill(shop)
+    form.get_by_role("button", name="Create thread").click()
+
+    expect(page.locator("#thread-title")).to_have_text("Socks")
+    thread_id = page.url.split("#thread=")[1]
+    composer = page.get_by_label("Message", exact=True)
+    expect(composer).to_be_focused()
+    composer.fill("I need warm socks")
+    composer.press("Enter")
+
+    expect(message_article(page, "I need warm socks")).to_have_attribute("data-actor", alice)
+    expect(composer).to_have_value("")
+    assert texts_of(shop_agent, thread_id) == [(alice, "I need warm socks")]
+    actors = {a["id"]: a for a in shop_agent.get(f"/threads/{thread_id}/actors").json()["data"]}
+    assert actors[alice]["role"] == "user"
+    assert actors[shop]["role"] == "assistant"
+    # the UI declares for me every capability it renders (all of the registry's, by default)
+    assert {"schema": DECISIONS} in actors[alice]["capabilities"]
+    # learnt from the thread it just created
+    expect(page.locator("#whoami")).to_have_text(alice)
+
+
+def a_thread_of_my_own(page: Page, web_server: WebServer) -> tuple[str, httpx.Client, dict]:
+    """A new actor, an HTTP client acting as it and a thread it is alone in, open in the UI."""
+    alice = unique("alice")
+    agent = web_server.agent(alice)
+    thread = create_thread(agent)
+    open_ui(page, web_server, web_server.key_for(alice), thread["id"])
+    return alice, agent, thread
+
+
+def test_shift_enter_starts_a_new_line_and_enter_sends(page: Page, web_server: WebServer) -> None:
+    alice, agent, thread = a_thread_of_my_own(page, web_server)
+
+    composer = page.get_by_label("Message", exact=True)
+    composer.click()
+    composer.type("first line")
+    composer.press("Shift+Enter")
+    composer.type("second line")
+    composer.press("Enter")
+
+    expect(message_article(page, "second line")).to_be_visible()
+    assert texts_of(agent, thread["id"]) == [(alice, "first line\nsecond line")]
+
+
+def test_a_refused_message_shows_the_servers_error(page: Page, web_server: WebServer) -> None:
+    _, agent, thread = a_thread_of_my_own(page, web_server)
+
+    composer = page.get_by_label("Message", exact=True)
+    composer.fill('{"$schema": "https://aitp.dev/capabilities/no-such-thing/v1.0.0/schema.json"}')
+    composer.press("Enter")
+
+    alert = page.locator("#composer [role=alert]")
+    expect(alert).to_be_visible()
+    refused = agent.post(f"/threads/{thread['id']}/messages", json={"content": composer.input_value()})
+    assert refused.status_code == 422
+    expect(alert).to_have_text(refused.json()["error"]["message"])
+    assert messages_of(agent, thread["id"]) == []
+
+
+def test_adding_an_actor_updates_the_side_panel_and_the_capability_table(page: Page, web_server: WebServer) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    agent = web_server.agent(alice)
+    thread = create_thread(agent, actors=[{"id": alice, "capabilities": [DECISIONS, DATA_REQUEST]}])
+    open_ui(page, web_server, web_server.key_for(alice), thread["id"])
+    table = page.locator("#details .negotiated-list")
+    expect(table.locator('li[data-capability="aitp-03-data-request"] .version')).to_have_text("v1.0.0")
+
+    page.locator("#details summary").click()
+    form = page.get_by_role("form", name="Add an actor")
+    form.get_by_label("Actor id").fill(shop)
+    form.get_by_label(re.compile("AITP-02")).check()
+    form.get_by_role("button", name="Add actor").click()
+
+    expect(page.locator(f'#details li.actor[data-actor="{shop}"]')).to_contain_text("aitp-02-decisions v1.0.0")
+    added = {a["id"]: a for a in agent.get(f"/threads/{thread['id']}/actors").json()["data"]}
+    assert added[shop]["capabilities"] == [{"schema": DECISIONS}]
+    decisions = table.locator('li[data-capability="aitp-02-decisions"]')
+    expect(decisions.locator(".version")).to_have_text("v1.0.0")
+    expect(decisions.locator(".supported")).to_have_text(f"{alice}, {shop}")
+    # the shop cannot read data requests, so no version of them is negotiated any more
+    data_request = table.locator('li[data-capability="aitp-03-data-request"]')
+    expect(data_request.locator(".version")).to_have_text("none")
+    expect(data_request.locator(".unsupported")).to_have_text(shop)
+    negotiated = {c["id"]: c for c in agent.get(f"/threads/{thread['id']}/capabilities").json()["data"]}
+    assert negotiated["aitp-03-data-request"]["unsupported_by"] == [shop]
+
+
+def test_the_side_panel_follows_actors_another_member_adds(page: Page, web_server: WebServer) -> None:
+    alice, shop, courier = unique("alice"), unique("shop"), unique("courier")
+    shop_agent = web_server.agent(shop)
+    thread = create_thread(shop_agent, actors=[{"id": alice, "capabilities": [DECISIONS]}])
+    open_ui(page, web_server, web_server.key_for(alice), thread["id"])
+    table = page.locator("#details .negotiated-list")
+    expect(table.locator('li[data-capability="aitp-02-decisions"] .unsupported')).to_have_text(shop)
+
+    response = shop_agent.post(f"/threads/{thread['id']}/actors", json={"id": courier, "capabilities": [DECISIONS]})
+    assert response.status_code == 200, response.text
+
+    expect(page.locator(f'#details li.actor[data-actor="{courier}"]')).to_be_visible()
+    expect(table.locator('li[data-capability="aitp-02-decisions"] .supported')).to_have_text(f"{alice}, {courier}")
+
+
+def test_a_message_another_actor_posts_appears_live(page: Page, web_server: WebServer) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    shop_agent = web_server.agent(shop)
+    thread = create_thread(shop_agent, actors=[{"id": alice}])
+    open_ui(page, web_server, web_server.key_for(alice), thread["id"])
+    page.evaluate("window.__sameDocument = true")
+
+    posted = shop_agent.post(f"/threads/{thread['id']}/messages", json={"content": "Blue or red?"})
+    assert posted.status_code == 200, posted.text
+
+    article = page.locator(f'article.message[data-message-id="{posted.json()["id"]}"]')
+    expect(article).to_contain_text("Blue or red?")
+    expect(article).to_have_attribute("data-actor", shop)
+    assert page.evaluate("window.__sameDocument") is True
+
+
+def test_an_admin_link_posts_as_a_member_it_chooses(page: Page, web_server: WebServer) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    thread = create_thread(web_server.agent(shop), actors=[{"id": alice}])
+    open_ui(page, web_server, ADMIN_KEY, thread["id"])
+    expect(page.locator("#whoami")).to_have_text("admin")
+
+    page.get_by_label("Post as").select_option(alice)
+    composer = page.get_by_label("Message", exact=True)
+    composer.fill("Written by the admin for alice")
+    composer.press("Enter")
+
+    expect(message_article(page, "Written by the admin")).to_have_attribute("data-actor", alice)
+    assert texts_of(web_server.admin, thread["id"]) == [(alice, "Written by the admin for alice")]
+
+
+# ------------------------------------------------------------------------------ network drop
+
+
+class CuttableLink:
+    """A TCP proxy in front of the server whose connections can be cut, as a dropped network would.
+
+    While cut, open connections are reset and new ones refused; the browser sees its WebSocket die
+    (close code 1006) and cannot reconnect until the link is restored."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.cut_off = threading.Event()
+        self.connections: set[socket.socket] = set()
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.cut_off.is_set():
+                client.close()
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            with self.lock:
+                self.connections.update((client, upstream))
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                self._drop(end)
+
+    def _drop(self, end: socket.socket) -> None:
+        with self.lock:
+            self.connections.discard(end)
+        try:
+            end.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        end.close()
+
+    def cut(self) -> None:
+        self.cut_off.set()
+        with self.lock:
+            connections = list(self.connections)
+        for end in connections:
+            self._drop(end)
+
+    def restore(self) -> None:
+        self.cut_off.clear()
+
+    def close(self) -> None:
+        self.cut()
+        self.listener.close()
+
+
+@pytest.fixture
+def link(web_server: WebServer) -> Iterator[CuttableLink]:
+    proxy = CuttableLink(web_server.process.port)
+    yield proxy
+    proxy.close()
+
+
+def test_after_a_network_drop_the_inbox_resumes_without_loss_duplicates_or_reload(
+    page: Page, web_server: WebServer, link: CuttableLink
+) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    shop_agent = web_server.agent(shop)
+    thread = create_thread(shop_agent, actors=[{"id": alice}], messages=["Before the drop"])
+    page.goto(f"http://127.0.0.1:{link.port}/#key={web_server.key_for(alice)}&thread={thread['id']}")
+    status = page.locator("#connection")
+    expect(status).to_have_attribute("data-state", "live")
+    expect(message_article(page, "Before the drop")).to_be_visible()
+    page.evaluate("window.__sameDocument = true")
+
+    link.cut()
+    expect(status).to_have_attribute("data-state", re.compile("offline|connecting"))
+    posted = [
+        shop_agent.post(f"/threads/{thread['id']}/messages", json={"content": f"While offline {n}"}).json()["id"]
+        for n in (1, 2, 3)
+    ]
+    link.restore()
+
+    expect(status).to_have_attribute("data-state", "live", timeout=20_000)
+    for n, message_id in enumerate(posted, start=1):
+        expect(page.locator(f'article.message[data-message-id="{message_id}"]')).to_have_count(1)
+        expect(message_article(page, f"While offline {n}")).to_have_count(1)
+    expect(page.locator("#messages article.message")).to_have_count(4)
+    order = page.locator("#messages article.message").evaluate_all("els => els.map(e => e.dataset.messageId)")
+    assert order[1:] == posted
+    assert page.evaluate("window.__sameDocument") is True
+    assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
+
+
+def test_after_a_server_restart_the_inbox_resumes_from_its_cursor(page: Page, tmp_path: Path) -> None:
+    # a server of its own: this one is stopped (WebSocket close 1012) and started again on the same port
+    store = f"sqlite:///{tmp_path / 'restart.db'}"
+    server = start_server(store, tmp_path / "first.log", {"AITP_ADMIN_KEY": ADMIN_KEY})
+    try:
+        web = WebServer(server)
+        alice, shop = unique("alice"), unique("shop")
+        shop_agent = web.agent(shop)
+        thread = create_thread(shop_agent, actors=[{"id": alice}], messages=["Before the restart"])
+        open_ui(page, web, web.key_for(alice), thread["id"])
+        expect(message_article(page, "Before the restart")).to_be_visible()
+        page.evaluate("window.__sameDocument = true")
+
+        server.stop()
+        expect(page.locator("#connection")).to_have_attribute("data-state", re.compile("offline|connecting"))
+        server = start_server(store, tmp_path / "second.log", {"AITP_ADMIN_KEY": ADMIN_KEY}, port=server.port)
+        posted = [
+            shop_agent.post(f"/threads/{thread['id']}/messages", json={"content": f"After {n}"}).json()["id"]
+            for n in (1, 2, 3)
+        ]
+
+        expect(page.locator("#connection")).to_have_attribute("data-state", "live", timeout=20_000)
+        for message_id in posted:
+            expect(page.locator(f'article.message[data-message-id="{message_id}"]')).to_have_count(1)
+        expect(page.locator("#messages article.message")).to_have_count(4)
+        assert page.evaluate("window.__sameDocument") is True
+    finally:
+        server.stop()
+
+
+# ------------------------------------------------------------------------- keyboard and layout
+
+
+def test_signing_in_and_posting_with_the_keyboard_only(page: Page, web_server: WebServer) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    shop_agent = web_server.agent(shop)
+    thread = create_thread(shop_agent, actors=[{"id": alice}], metadata={"title": "Keyboard"})
+    key = web_server.key_for(alice)
+    page.goto(web_server.base_url)
+
+    expect(page.get_by_label("Actor key")).to_be_focused()
+    page.keyboard.type(key)
+    page.keyboard.press("Enter")
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+
+    def tab_to(selector: str) -> None:
+        for _ in range(40):
+            page.keyboard.press("Tab")
+            if page.evaluate("(s) => document.activeElement.matches(s)", selector):
+                return
+        pytest.fail(f"Tab never reached {selector}")
+
+    tab_to(f'#thread-list li[data-thread-id="{thread["id"]}"] a')
+    # the focused control shows a visible outline
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline == "solid"
+    page.keyboard.press("Enter")
+    expect(page.locator("#thread-title")).to_have_text("Keyboard")
+    tab_to("#composer-text")
+    page.keyboard.type("Typed without a mouse")
+    page.keyboard.press("Enter")
+
+    expect(message_article(page, "Typed without a mouse")).to_be_visible()
+    assert texts_of(shop_agent, thread["id"]) == [(alice, "Typed without a mouse")]
+
+
+def test_every_control_is_labelled_and_the_landmarks_exist(page: Page, web_server: WebServer) -> None:
+    a_thread_of_my_own(page, web_server)
+    page.locator("#threads summary").click()
+    page.locator("#details summary").click()
+
+    unlabelled = page.evaluate(
+        """() => [...document.querySelectorAll('input, select, textarea, button')]
+            .filter((el) => el.offsetParent !== null)
+            .filter((el) => !(el.labels?.length || el.getAttribute('aria-label') || el.textContent.trim()))
+            .map((el) => el.outerHTML)"""
+    )
+    assert unlabelled == []
+    for role in ("banner", "navigation", "main", "complementary"):
+        expect(page.get_by_role(role)).to_have_count(1)
+
+
+def test_the_ui_fits_a_360_pixel_wide_screen(page: Page, web_server: WebServer) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    shop_agent = web_server.agent(shop)
+    thread = create_thread(
+        shop_agent,
+        actors=[{"id": alice, "capabilities": [DECISIONS, DATA_REQUEST]}],
+        messages=["A long line " + "without-any-break-" * 20],
+    )
+    page.set_viewport_size({"width": 360, "height": 740})
+    open_ui(page, web_server, web_server.key_for(alice), thread["id"])
+    page.locator("#details summary").click()
+    page.locator("#threads summary").click()
+
+    expect(page.locator("#details")).to_be_visible()
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 360
+    # the side panel stacks under the conversation instead of beside it
+    conversation = page.locator("#conversation").bounding_box()
+    details = page.locator("#details").bounding_box()
+    assert conversation is not None and details is not None
+    assert details["y"] >= conversation["y"] + conversation["height"] - 1
+
+
+def test_a_thread_i_am_removed_from_leaves_my_list_and_the_open_view_says_so(page: Page, web_server: WebServer) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    shop_agent = web_server.agent(shop)
+    kept = create_thread(shop_agent, actors=[{"id": alice}], metadata={"title": "Kept"})
+    thread = create_thread(shop_agent, actors=[{"id": alice}], metadata={"title": "Closing"})
+    open_ui(page, web_server, web_server.key_for(alice), thread["id"])
+    expect(page.locator("#thread-title")).to_have_text("Closing")
+
+    removed = shop_agent.delete(f"/threads/{thread['id']}/actors/{alice}")
+    assert removed.status_code == 200, removed.text
+
+    expect(page.locator("#thread-notice")).to_have_text("You were removed from this thread.")
+    expect(page.locator(f'#thread-list li[data-thread-id="{thread["id"]}"]')).to_have_count(0)
+    expect(page.locator(f'#thread-list li[data-thread-id="{kept["id"]}"]')).to_be_visible()
+    expect(page.locator("#conversation")).to_have_attribute("data-state", "empty")

@@ -1,0 +1,58 @@
+/**
+ * The /v1 HTTP API with one actor key. Every failure rejects with an `ApiError` carrying the
+ * server's error envelope ({"error": {"message", "type", "param", "code"}}) and the HTTP status.
+ */
+
+export class ApiError extends Error {
+  constructor(status, envelope) {
+    const error = envelope?.error ?? {};
+    super(error.message || `The server answered ${status}.`);
+    this.name = "ApiError";
+    this.status = status;
+    this.type = error.type ?? null;
+    this.code = error.code ?? null;
+    this.param = error.param ?? null;
+  }
+}
+
+/** `api(method, path, body?)`: call `/v1<path>` with `key`; resolves to the JSON body. */
+export function createApi(key) {
+  return async function api(method, path, body) {
+    const headers = { Authorization: `Bearer ${key}` };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let response;
+    try {
+      response = await fetch(`/v1${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (cause) {
+      // fetch only rejects when no answer came back at all
+      throw new ApiError(0, { error: { message: "The server cannot be reached; check your connection.", code: "network_error" } });
+    }
+    const text = await response.text();
+    let json = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      json = null;
+    }
+    if (!response.ok) throw new ApiError(response.status, json);
+    return json;
+  };
+}
+
+/** Every item of a cursor-paged OpenAI list (`limit`, `after`, `has_more`, `last_id`). */
+export async function listAll(api, path, params = {}) {
+  const items = [];
+  let after = null;
+  for (;;) {
+    const query = new URLSearchParams({ limit: "100", ...params });
+    if (after) query.set("after", after);
+    const page = await api("GET", `${path}?${query}`);
+    items.push(...page.data);
+    if (!page.has_more || page.data.length === 0) return items;
+    after = page.last_id ?? page.data[page.data.length - 1].id;
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * One message as an <article class="message" data-message-id data-actor>: its author, time and
+ * parts. Plain text is shown here; a capability part (`aitp` set, or text that is a JSON object with
+ * `$schema`) goes to the renderers (`web/renderers/index.js`, `renderPart(part, message, ctx)`).
+ */
+
+import { h } from "./dom.js";
+import { formatTime } from "./format.js";
+import { safeImageUrl } from "./urls.js";
+
+let renderers = null;
+
+/** Load the renderers once; if they cannot load, capability parts show as plain JSON. */
+export async function loadRenderers() {
+  if (renderers) return renderers;
+  try {
+    renderers = await import("../renderers/index.js");
+  } catch (error) {
+    console.error("The capability renderers did not load; showing raw JSON instead.", error);
+    renderers = { renderPart: null };
+  }
+  return renderers;
+}
+
+/**
+ * The message's content parts, each with its `aitp` summary (the server lists them in `message.aitp`,
+ * index for index, null for plain parts), the shape the renderers take.
+ */
+export function partsOf(message) {
+  return (message.content ?? []).map((part, index) => ({ ...part, aitp: message.aitp?.[index] ?? part.aitp ?? null }));
+}
+
+/** The JSON object of a capability part, or null for plain text. */
+export function capabilityJson(part) {
+  if (part.type !== "text") return null;
+  const text = part.text?.value ?? "";
+  if (!part.aitp && !text.trimStart().startsWith("{")) return null;
+  try {
+    const value = JSON.parse(text);
+    if (value && typeof value === "object" && !Array.isArray(value) && (part.aitp || "$schema" in value)) return value;
+  } catch {
+    // plain text that happens to start with a brace
+  }
+  return null;
+}
+
+function rawJson(part, value) {
+  return h(
+    "details",
+    { class: "raw-json", dataset: { renderer: "json" } },
+    h("summary", {}, part.aitp ? `${part.aitp.capability} ${part.aitp.type ?? ""}` : "Structured message"),
+    h("pre", {}, JSON.stringify(value, null, 2)),
+  );
+}
+
+function renderContentPart(part, message, ctx) {
+  const value = capabilityJson(part);
+  if (value !== null) {
+    if (!renderers?.renderPart) return rawJson(part, value);
+    try {
+      return renderers.renderPart(part, message, ctx);
+    } catch (error) {
+      console.error("A renderer failed; showing the part as JSON.", error);
+      return rawJson(part, value);
+    }
+  }
+  if (part.type === "text") return h("div", { class: "text" }, part.text.value);
+  const image = part.type === "image_url" ? safeImageUrl(part.image_url?.url) : null;
+  if (image) return h("img", { class: "part-image", src: image, alt: "Image sent with the message" });
+  return h("p", { class: "hint" }, `(${part.type} content)`);
+}
+
+/** The <article> for `message`; `me` decides whether it is drawn as mine. */
+export function messageView(message, ctx) {
+  const actor = message.metadata?.actor ?? message.role;
+  const mine = actor === ctx.me;
+  const parts = partsOf(message);
+  const structured = parts.some((part) => capabilityJson(part) !== null);
+  const time = new Date(message.created_at * 1000);
+  return h(
+    "article",
+    {
+      class: ["message", mine && "mine", structured && "structured"].filter(Boolean).join(" "),
+      dataset: { messageId: message.id, actor },
+      "aria-label": `${mine ? "You" : actor}, ${formatTime(message.created_at)}`,
+    },
+    h(
+      "header",
+      { class: "message-head" },
+      h("span", { class: "message-author" }, mine ? `${actor} (you)` : actor),
+      h("time", { datetime: time.toISOString(), class: "message-time" }, formatTime(message.created_at)),
+    ),
+    h(
+      "div",
+      { class: "message-body" },
+      parts.map((part) => renderContentPart(part, message, ctx)),
+    ),
+  );
+}

@@ -1,0 +1,330 @@
+/**
+ * The open thread: its messages (oldest first, live), the composer, and the `ctx` handed to the
+ * capability renderers (see web_contract: me, thread, capabilities, messages, onMessage, post, api).
+ */
+
+import { listAll } from "./api.js";
+import { h, replaceChildren, showAlert } from "./dom.js";
+import { loadRenderers, messageView } from "./message-view.js";
+import { threadTitle } from "./thread-list.js";
+
+const ACTOR_EVENTS = new Set(["thread.actor.joined", "thread.actor.updated", "thread.actor.left"]);
+
+export class ThreadView {
+  /**
+   * @param {object} elements {main, title, subtitle, log, composer, status}
+   * @param {{api: Function, identity: object, sidePanel: object, onClosed: (id: string, why: string) => void}} options
+   */
+  constructor(elements, { api, identity, sidePanel, onClosed, onPosted }) {
+    this.elements = elements;
+    this.api = api;
+    this.identity = identity;
+    this.sidePanel = sidePanel;
+    this.onClosed = onClosed;
+    this.onPosted = onPosted;
+    this.id = null;
+    this.thread = null;
+    this.capabilities = { data: [], unknown: [] };
+    this.me = null;
+    this.messages = [];
+    this.byId = new Map();
+    this.listeners = new Set();
+    this.pending = null; // events that arrive while the thread loads
+    this.ctx = null;
+    this.#buildComposer();
+  }
+
+  /** Open thread `id` (resolves once its messages are shown). */
+  async open(id) {
+    this.close();
+    this.id = id;
+    this.pending = [];
+    this.elements.main.dataset.state = "loading";
+    this.elements.log.setAttribute("aria-busy", "true");
+    replaceChildren(this.elements.log, h("p", { class: "hint" }, "Loading…"));
+    const [thread, capabilities] = await Promise.all([
+      this.api("GET", `/threads/${id}`),
+      this.api("GET", `/threads/${id}/capabilities`),
+      loadRenderers(),
+    ]);
+    if (this.id !== id) return;
+    this.thread = thread;
+    this.capabilities = capabilities;
+    this.me = this.identity.admin ? this.#defaultActAs(thread) : this.identity.actor;
+    const messages = await listAll(this.api, `/threads/${id}/messages`, { order: "asc" });
+    if (this.id !== id) return;
+    this.ctx = this.#context();
+    for (const message of messages) this.#remember(message);
+    this.#renderAll();
+    this.#renderHeader();
+    this.#renderSide();
+    this.elements.main.dataset.state = "open";
+    this.elements.log.removeAttribute("aria-busy");
+    const pending = this.pending;
+    this.pending = null;
+    for (const event of pending) this.handleEvent(event);
+    this.#scrollToEnd(true);
+  }
+
+  close() {
+    this.id = null;
+    this.thread = null;
+    this.messages = [];
+    this.byId = new Map();
+    this.listeners = new Set();
+    this.pending = null;
+    this.ctx = null;
+    this.elements.main.dataset.state = "empty";
+  }
+
+  /** An inbox event of this thread. */
+  handleEvent(event) {
+    if (event.thread_id !== this.id) return;
+    if (this.pending) {
+      this.pending.push(event);
+      return;
+    }
+    switch (event.type) {
+      case "thread.message.created":
+        this.#append(event.data);
+        break;
+      case "thread.message.updated":
+        this.#replace(event.data);
+        break;
+      case "thread.message.deleted":
+        this.#delete(event.data.id);
+        break;
+      case "thread.updated":
+        this.thread = event.data;
+        this.#renderHeader();
+        break;
+      case "thread.capabilities.updated":
+        this.capabilities = event.data;
+        this.sidePanel.showCapabilities(this.capabilities);
+        break;
+      case "thread.deleted":
+        this.#closeBecause("This thread was deleted.");
+        break;
+      default:
+        if (ACTOR_EVENTS.has(event.type)) this.#actorChanged(event);
+    }
+  }
+
+  /** POST a message as me (an admin writes as the actor chosen in "Post as"). */
+  async post(content) {
+    const id = this.id;
+    const body = { content };
+    if (this.identity.admin && this.me !== this.identity.actor) body.metadata = { actor: this.me };
+    const message = await this.api("POST", `/threads/${id}/messages`, body);
+    if (this.id === id) this.#append(message);
+    this.onPosted?.(message);
+    return message;
+  }
+
+  /** Add an actor (or update one's capabilities) from the side panel. */
+  async addActor(actor) {
+    const added = await this.api("POST", `/threads/${this.id}/actors`, actor);
+    this.#upsertActor(added);
+    await this.#refreshCapabilities();
+    return added;
+  }
+
+  #context() {
+    const view = this;
+    return {
+      get me() {
+        return view.me;
+      },
+      get thread() {
+        return view.thread;
+      },
+      get capabilities() {
+        return view.capabilities;
+      },
+      messages: () => [...view.messages],
+      onMessage: (fn) => {
+        view.listeners.add(fn);
+        return () => view.listeners.delete(fn);
+      },
+      post: (content) => view.post(content),
+      api: view.api,
+    };
+  }
+
+  #remember(message) {
+    if (this.byId.has(message.id)) return false;
+    this.byId.set(message.id, message);
+    this.messages.push(message);
+    return true;
+  }
+
+  #append(message) {
+    if (!this.#remember(message)) return; // already shown: the POST answer and its event both arrive
+    const stick = this.#nearEnd();
+    this.elements.log.append(messageView(message, this.ctx));
+    this.elements.log.querySelector(":scope > .hint")?.remove();
+    for (const fn of [...this.listeners]) fn(message);
+    this.#scrollToEnd(stick || message.metadata?.actor === this.me);
+  }
+
+  #replace(message) {
+    if (!this.byId.has(message.id)) return this.#append(message);
+    this.byId.set(message.id, message);
+    this.messages = this.messages.map((item) => (item.id === message.id ? message : item));
+    this.#articleOf(message.id)?.replaceWith(messageView(message, this.ctx));
+  }
+
+  #delete(id) {
+    if (!this.byId.delete(id)) return;
+    this.messages = this.messages.filter((item) => item.id !== id);
+    this.#articleOf(id)?.remove();
+  }
+
+  #articleOf(id) {
+    return this.elements.log.querySelector(`article[data-message-id="${CSS.escape(id)}"]`);
+  }
+
+  #renderAll() {
+    this.listeners = new Set(); // every renderer registers again for the parts it draws now
+    replaceChildren(
+      this.elements.log,
+      this.messages.length
+        ? this.messages.map((message) => messageView(message, this.ctx))
+        : h("p", { class: "hint" }, "No messages yet. Say hello."),
+    );
+  }
+
+  #renderHeader() {
+    this.elements.title.textContent = threadTitle(this.thread, this.me);
+    this.elements.subtitle.textContent = `${this.thread.actors.length} actors · ${this.thread.id}`;
+    this.#renderActAs();
+  }
+
+  #renderSide() {
+    this.sidePanel.showActors(this.thread.actors, this.me);
+    this.sidePanel.showCapabilities(this.capabilities);
+    this.sidePanel.showAddActorForm();
+  }
+
+  #actorChanged(event) {
+    if (event.type === "thread.actor.left") {
+      if (event.data.id === this.me && !this.identity.admin) {
+        this.#checkStillMember();
+        return;
+      }
+      this.thread = { ...this.thread, actors: this.thread.actors.filter((actor) => actor.id !== event.data.id) };
+      this.sidePanel.showActors(this.thread.actors, this.me);
+      this.#renderHeader();
+    } else {
+      this.#upsertActor(event.data);
+    }
+    this.#refreshCapabilities();
+  }
+
+  /** I left or was removed; a replayed event may be old news (I was added back), so ask the server. */
+  async #checkStillMember() {
+    const id = this.id;
+    try {
+      await this.api("GET", `/threads/${id}`);
+    } catch (error) {
+      if (error.status === 404 && this.id === id) this.#closeBecause("You were removed from this thread.");
+    }
+  }
+
+  #upsertActor(actor) {
+    const actors = this.thread.actors.some((item) => item.id === actor.id)
+      ? this.thread.actors.map((item) => (item.id === actor.id ? actor : item))
+      : [...this.thread.actors, actor];
+    this.thread = { ...this.thread, actors };
+    this.sidePanel.showActors(actors, this.me);
+    this.#renderHeader();
+  }
+
+  async #refreshCapabilities() {
+    const id = this.id;
+    try {
+      const capabilities = await this.api("GET", `/threads/${id}/capabilities`);
+      if (this.id !== id) return;
+      this.capabilities = capabilities;
+      this.sidePanel.showCapabilities(capabilities);
+    } catch (error) {
+      // the next actor or capability event refreshes it again
+      console.warn("Could not refresh the capability table", error);
+    }
+  }
+
+  #closeBecause(why) {
+    const id = this.id;
+    this.close();
+    this.onClosed(id, why);
+  }
+
+  // ------------------------------------------------------------------ composer and "post as"
+
+  #buildComposer() {
+    const { composer } = this.elements;
+    const textarea = composer.querySelector("textarea");
+    const alert = composer.querySelector("[role=alert]");
+    const button = composer.querySelector("button[type=submit]");
+    composer.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const text = textarea.value;
+      if (!text.trim() || !this.id) return;
+      showAlert(alert, "");
+      button.disabled = true;
+      try {
+        await this.post(text);
+        textarea.value = "";
+      } catch (error) {
+        showAlert(alert, error.message);
+      } finally {
+        button.disabled = false;
+        textarea.focus();
+      }
+    });
+    textarea.addEventListener("keydown", (event) => {
+      // Enter sends, Shift+Enter is a new line; never interrupt an IME composition
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        composer.requestSubmit();
+      }
+    });
+    const actAs = composer.querySelector("select[name=act-as]");
+    actAs.addEventListener("change", () => {
+      this.me = actAs.value;
+      this.#renderAll();
+      this.sidePanel.showActors(this.thread.actors, this.me);
+      this.elements.title.textContent = threadTitle(this.thread, this.me);
+    });
+  }
+
+  #defaultActAs(thread) {
+    const ids = thread.actors.map((actor) => actor.id);
+    if (ids.includes(this.identity.actor)) return this.identity.actor;
+    return thread.actors.find((actor) => actor.role === "user")?.id ?? ids[0] ?? this.identity.actor;
+  }
+
+  #renderActAs() {
+    const wrapper = this.elements.composer.querySelector(".act-as");
+    const select = wrapper.querySelector("select");
+    wrapper.hidden = !this.identity.admin;
+    if (!this.identity.admin) return;
+    replaceChildren(
+      select,
+      this.thread.actors.map((actor) => h("option", { value: actor.id, selected: actor.id === this.me }, actor.id)),
+    );
+  }
+
+  // ------------------------------------------------------------------ scrolling
+
+  #nearEnd() {
+    const { scroller } = this.elements;
+    return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
+  }
+
+  #scrollToEnd(force) {
+    if (!force) return;
+    const { scroller } = this.elements;
+    scroller.scrollTop = scroller.scrollHeight;
+  }
+}

@@ -1,0 +1,115 @@
+// Read-only payment messages: AITP-01 `payment` and `payment_confirmation`, and the hub-era
+// `payment_authorization` and `payment_result`. Each names the quote it pays when the thread has it.
+import { h } from "../lib/dom.js";
+import { safeLinkUrl } from "../lib/urls.js";
+import { formatDate, formatMoney } from "../lib/format.js";
+import { findPart } from "./thread.js";
+
+function quoteTitle(ctx, quoteId) {
+  const found = findPart(ctx.messages(), "quote", "quote_id", quoteId);
+  return found ? found.body.description || `quote ${quoteId}` : `quote ${quoteId}`;
+}
+
+/** A <dl> of [label, value] rows; rows without a value are left out. */
+export function facts(rows) {
+  return h(
+    "dl",
+    { class: "aitp-facts" },
+    rows
+      .filter(([, value]) => value !== undefined && value !== null && value !== "")
+      .map(([label, value]) => h("div", {}, h("dt", {}, label), h("dd", {}, value))),
+  );
+}
+
+function resultBadge(result) {
+  return h(
+    "span",
+    { class: `aitp-badge aitp-result-${["success", "failure", "pending"].includes(result) ? result : "other"}` },
+    String(result ?? "unknown"),
+  );
+}
+
+function detailList(details) {
+  if (!Array.isArray(details) || details.length === 0) return null;
+  return facts(
+    details.map((detail) => {
+      const value = String(detail.value ?? "");
+      const link = safeLinkUrl(detail.url);
+      return [
+        detail.label,
+        link ? h("a", { href: link, target: "_blank", rel: "noopener noreferrer" }, value) : value,
+      ];
+    }),
+  );
+}
+
+export function renderPayment(payload, part, message, ctx) {
+  const payment = payload.payment;
+  const method = payment.payment_method || {};
+  return h(
+    "section",
+    { class: "aitp-card aitp-payment", "data-renderer": "payment", "data-quote-id": payment.quote_id },
+    h("p", { class: "aitp-eyebrow" }, "Payment"),
+    h("h3", { class: "aitp-title" }, `Payment for “${quoteTitle(ctx, payment.quote_id)}”`),
+    h("p", { class: "aitp-amount" }, formatMoney(method.amount, method.currency)),
+    facts([
+      ["Payer", payment.payer_id],
+      ["Method", [method.type, method.token].filter(Boolean).join(" · ")],
+      ["Channel", method.channel_id],
+      ["Time", payment.timestamp ? formatDate(payment.timestamp) : null],
+    ]),
+  );
+}
+
+export function renderPaymentAuthorization(payload, part, message, ctx) {
+  const authorization = payload.payment_authorization;
+  const details = Array.isArray(authorization.details) ? authorization.details : [];
+  return h(
+    "section",
+    {
+      class: "aitp-card aitp-payment",
+      "data-renderer": "payment_authorization",
+      "data-quote-id": authorization.quote_id,
+    },
+    h("p", { class: "aitp-eyebrow" }, "Payment authorization ", resultBadge(authorization.result)),
+    h("h3", { class: "aitp-title" }, `Payment for “${quoteTitle(ctx, authorization.quote_id)}”`),
+    authorization.message ? h("p", { class: "aitp-description" }, authorization.message) : null,
+    details.map((detail) =>
+      facts([
+        ["Amount", formatMoney(detail.amount, detail.token_type)],
+        ["Account", detail.account_id],
+        ["Network", detail.network],
+        ["Transaction", detail.transaction_id],
+      ]),
+    ),
+    authorization.timestamp ? facts([["Time", formatDate(authorization.timestamp)]]) : null,
+  );
+}
+
+/** `payment_confirmation` (AITP-01) and `payment_result` (hub-era) look alike: result, message, details. */
+export function renderPaymentOutcome(payload, part, message, ctx) {
+  const type = "payment_confirmation" in payload ? "payment_confirmation" : "payment_result";
+  const outcome = payload[type];
+  return h(
+    "section",
+    {
+      class: "aitp-card aitp-payment-outcome",
+      "data-renderer": type,
+      "data-quote-id": outcome.quote_id,
+      "data-result": outcome.result,
+    },
+    h(
+      "p",
+      { class: "aitp-eyebrow" },
+      type === "payment_confirmation" ? "Payment confirmation " : "Payment result ",
+      resultBadge(outcome.result),
+    ),
+    h("h3", { class: "aitp-title" }, outcome.message || `Payment for “${quoteTitle(ctx, outcome.quote_id)}”`),
+    outcome.message ? h("p", { class: "aitp-description" }, `For “${quoteTitle(ctx, outcome.quote_id)}”`) : null,
+    facts([
+      ["Payment", outcome.payment_id],
+      ["Time", outcome.timestamp ? formatDate(outcome.timestamp) : null],
+    ]),
+    detailList(outcome.details),
+  );
+}

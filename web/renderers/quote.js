@@ -1,0 +1,140 @@
+// Payment quotes: AITP-01 `quote` (payment_options with methods) and the hub-era legacy `quote`
+// (payment_plans). Pay posts the capability's payment message for the chosen option: an AITP-01
+// `payment` or a legacy `payment_authorization`. There is no wallet: nothing is signed or moved.
+import { h, uniqueId } from "../lib/dom.js";
+import { formatDate, formatMoney, isPast } from "../lib/format.js";
+import { facts } from "./payments.js";
+import { requestLifecycle } from "./request.js";
+
+/** The payable offers of a quote, each {label, amount, currency, pay(ctx) → answer body}. */
+function offersOf(quote, legacy) {
+  if (legacy) {
+    return (quote.payment_plans || []).map((plan) => ({
+      label: `${formatMoney(plan.amount, plan.currency)}${plan.plan_type ? ` · ${plan.plan_type}` : ""}`,
+      amount: plan.amount,
+      currency: plan.currency,
+      answer: (ctx) => ({
+        quote_id: String(quote.quote_id),
+        result: "success",
+        timestamp: new Date().toISOString(),
+        details: [
+          {
+            network: "NEAR",
+            token_type: "USDC",
+            amount: Number(plan.amount),
+            account_id: ctx.me,
+            transaction_id: `ui-${crypto.randomUUID()}`,
+          },
+        ],
+      }),
+    }));
+  }
+  const offers = [];
+  for (const option of quote.payment_options || []) {
+    for (const method of option.payment_methods || []) {
+      offers.push({
+        label: `${formatMoney(option.amount, option.currency)} · ${method.type}${method.token ? ` (${method.token})` : ""}`,
+        amount: option.amount,
+        currency: option.currency,
+        answer: (ctx) => ({
+          quote_id: String(quote.quote_id),
+          payment_method: {
+            type: method.type,
+            token: method.token,
+            channel_id: `ui-${crypto.randomUUID()}`,
+            ...(option.amount !== undefined ? { amount: String(option.amount) } : {}),
+            currency: option.currency,
+          },
+          payer_id: ctx.me,
+          timestamp: new Date().toISOString(),
+          // the reference UI has no wallet: it says so instead of faking a signature
+          payer_signature: "unsigned:reference-ui",
+        }),
+      });
+    }
+  }
+  return offers;
+}
+
+export function renderQuote(payload, part, message, ctx) {
+  const quote = payload.quote;
+  const legacy = Array.isArray(quote.payment_plans) || (part.aitp && part.aitp.capability === "aitp-legacy-payments");
+  const capability = (part.aitp && part.aitp.capability) || (legacy ? "aitp-legacy-payments" : "aitp-01-payments");
+  const payee = legacy ? quote.payee_id : quote.merchant_id;
+  const expiry = legacy ? quote.valid_until : quote.expiration;
+  const offers = offersOf(quote, legacy);
+  const headingId = uniqueId("quote-title");
+
+  const root = h("section", {
+    class: "aitp-card aitp-quote",
+    "data-renderer": "quote",
+    "data-quote-id": quote.quote_id,
+    "data-model": legacy ? "legacy" : "aitp-01",
+    "aria-labelledby": headingId,
+  });
+  root.append(
+    h("p", { class: "aitp-eyebrow" }, "Quote"),
+    h("h3", { class: "aitp-title", id: headingId }, quote.description || `Quote ${quote.quote_id}`),
+  );
+  const first = offers[0];
+  if (first) root.append(h("p", { class: "aitp-amount" }, formatMoney(first.amount, first.currency)));
+  root.append(
+    facts([
+      [legacy ? "Payee" : "Merchant", payee],
+      [expiry && isPast(expiry) ? "Expired" : "Expires", expiry && formatDate(expiry)],
+      ["Quote", quote.quote_id],
+    ]),
+  );
+
+  const controls = h(
+    "fieldset",
+    { class: "aitp-controls" },
+    h("legend", { class: "aitp-visually-hidden" }, "Payment options"),
+  );
+  const group = uniqueId("offer");
+  const list = h(
+    "ul",
+    { class: "aitp-choices aitp-offers" },
+    offers.map((offer, index) => {
+      const id = uniqueId("offer-option");
+      return h(
+        "li",
+        { class: "aitp-choice" },
+        h("input", { type: "radio", id, name: group, value: String(index), checked: index === 0 }),
+        h("label", { for: id }, offer.label),
+      );
+    }),
+  );
+  const pay = h(
+    "button",
+    { type: "button", class: "aitp-button aitp-primary" },
+    first ? `Pay ${formatMoney(first.amount, first.currency)}` : "Pay",
+  );
+  list.addEventListener("change", () => {
+    const offer = offers[Number(list.querySelector("input:checked").value)];
+    pay.textContent = `Pay ${formatMoney(offer.amount, offer.currency)}`;
+  });
+  controls.append(list, pay);
+  const answerType = legacy ? "payment_authorization" : "payment";
+  const lifecycle = requestLifecycle(ctx, message, {
+    root,
+    controls,
+    capability,
+    answer: answerType,
+    key: "quote_id",
+    id: quote.quote_id,
+    verb: "Paid",
+  });
+  root.append(h("p", { class: "aitp-fineprint" }, "No wallet is connected: paying sends the payment message only."));
+  if (offers.length === 0) {
+    controls.disabled = true;
+  } else if (expiry && isPast(expiry) && !root.dataset.answered) {
+    controls.disabled = true;
+    lifecycle.note("This quote has expired.", "warning");
+  }
+  pay.addEventListener("click", () => {
+    const offer = offers[Number(list.querySelector("input:checked").value)];
+    lifecycle.sendFrom(pay, offer.answer(ctx));
+  });
+  return root;
+}

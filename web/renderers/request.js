@@ -1,0 +1,48 @@
+// The life of a request card (request_decision, request_data, quote): who may answer it, in
+// which negotiated version, and the moment it is answered — by this user or anyone else — after
+// which its controls are disabled and it says who answered.
+import { h } from "../lib/dom.js";
+import { alertRegion, statusNote, submitting } from "./feedback.js";
+import { replySchema } from "./schema.js";
+import { actorOf, watchAnswer } from "./thread.js";
+
+/**
+ * Wire a request card: appends `controls` (a <fieldset>, disabled while the user cannot answer),
+ * an alert region and the notes that say why to `root`.
+ *
+ * `answer` is the reply's message type, whose body names the request as `body[key] === id`.
+ * Returns `{alert, send(body), sendFrom(button, body)}`: `send` posts the reply in the negotiated
+ * version and rejects with the server's error (or a local Error saying why not); `sendFrom` does so
+ * with `button` busy and shows a refusal in the card's alert.
+ */
+export function requestLifecycle(ctx, message, { root, controls, capability, answer, key, id, verb, describe }) {
+  const alert = alertRegion();
+  const notes = h("div", { class: "aitp-notes" });
+  root.append(controls, alert.node, notes);
+  const note = (text, kind) => notes.replaceChildren(statusNote(text, kind));
+
+  const gate = replySchema(ctx, capability);
+  if (actorOf(message) === ctx.me) {
+    controls.disabled = true;
+    note("Sent by you: waiting for an answer.");
+  } else if (gate.reason) {
+    controls.disabled = true;
+    note(gate.reason, "warning");
+  }
+
+  const report = watchAnswer(ctx, [answer], key, id, ({ message: answered, body }) => {
+    controls.disabled = true;
+    root.dataset.answered = "true";
+    const detail = describe ? describe(body) : "";
+    note(`${verb ?? "Answered"} by ${actorOf(answered)}${detail ? `: ${detail}` : ""}`, "done");
+  });
+
+  const send = async (body) => {
+    const schema = replySchema(ctx, capability); // read again: the table may have changed since rendering
+    if (!schema.url) throw new Error(schema.reason);
+    const posted = await ctx.post(JSON.stringify({ $schema: schema.url, [answer]: body }));
+    report(posted); // the accepted post may beat its own live echo
+    return posted;
+  };
+  return { alert, note, send, sendFrom: (button, body) => submitting(button, alert, () => send(body)) };
+}

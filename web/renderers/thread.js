@@ -1,0 +1,67 @@
+// Reading the thread a renderer lives in: message payloads, the request an answer names, the
+// answer a request got (already in the thread, or arriving live).
+
+/** The JSON object a text part carries, or null. */
+export function payloadOf(part) {
+  const raw = part && part.text ? part.text.value : null;
+  if (typeof raw !== "string") return null;
+  try {
+    const value = JSON.parse(raw);
+    return value && typeof value === "object" && !Array.isArray(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The actor who wrote a message. */
+export function actorOf(message) {
+  return (message && ((message.metadata && message.metadata.actor) || message.actor || message.role)) || "someone";
+}
+
+/** Every (message, type, body) of capability parts in `messages`, body being payload[type]. */
+function* capabilityParts(messages) {
+  for (const message of messages) {
+    for (const part of (message && message.content) || []) {
+      const payload = payloadOf(part);
+      if (!payload) continue;
+      for (const [type, body] of Object.entries(payload)) {
+        if (type !== "$schema" && body && typeof body === "object") yield { message, type, body, part };
+      }
+    }
+  }
+}
+
+/** The first part of `type` whose body[key] equals `id`: {message, body, part}, or null. */
+export function findPart(messages, type, key, id) {
+  for (const found of capabilityParts(messages)) {
+    if (found.type === type && String(found.body[key]) === String(id)) return found;
+  }
+  return null;
+}
+
+/**
+ * Call `onAnswered({message, body})` once, with the first message answering request `id` (a part
+ * of one of `types` naming it in `key`), whether it is already in the thread or arrives later.
+ */
+export function watchAnswer(ctx, types, key, id, onAnswered) {
+  let done = false;
+  let unsubscribe = null;
+  const check = (messages) => {
+    if (done) return;
+    for (const type of types) {
+      const found = findPart(messages, type, key, id);
+      if (found) {
+        done = true;
+        if (unsubscribe) unsubscribe();
+        onAnswered(found);
+        return;
+      }
+    }
+  };
+  check(ctx.messages());
+  if (!done && typeof ctx.onMessage === "function") {
+    unsubscribe = ctx.onMessage((message) => check([message]));
+  }
+  // the renderer also reports its own accepted post, which may beat the live echo
+  return (message) => check([message]);
+}

@@ -20,92 +20,38 @@ import json
 import math
 import os
 import platform
-import resource
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
 import httpx
 import orjson
 import websockets
+from harness import (
+    ADMIN,
+    BenchError,
+    Sampler,
+    cpu_seconds,
+    print_profile,
+    raise_fd_limit,
+    rss_kib,
+    stage,
+    start_aitp,
+    store_for,
+)
 
-from aitp import testing
 from aitp.testing import ServerProcess
 
-ADMIN = "bench-admin-key"
 RESULTS = Path(__file__).parent / "results" / "fanout.json"
-T = TypeVar("T")
-
-
-class BenchError(RuntimeError):
-    """A stage failed or timed out; the message says which."""
-
-
-async def stage(name: str, work: Awaitable[T], timeout: float) -> T:
-    """`work`, or a BenchError naming the stage if it takes longer than `timeout` seconds."""
-    try:
-        return await asyncio.wait_for(work, timeout)
-    except TimeoutError:
-        raise BenchError(f"stage '{name}' did not finish within {timeout:g}s") from None
-
-
-# --------------------------------------------------------------------------------- the server
-
-
-def raise_fd_limit(needed: int) -> tuple[int, int]:
-    """Raise the soft RLIMIT_NOFILE to at least `needed` (children inherit it); (old soft, new soft)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < needed:
-        if hard != resource.RLIM_INFINITY and hard < needed:
-            raise BenchError(f"need {needed} file descriptors but the hard RLIMIT_NOFILE is {hard}")
-        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
-    return soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def start_server(store_url: str, log: Path, timeout: float) -> ServerProcess:
-    """`aitp serve` on a free port, up within `timeout` seconds."""
-    try:
-        return testing.start_server(store_url, log, {"AITP_ADMIN_KEY": ADMIN}, timeout=timeout)
-    except RuntimeError as exc:
-        raise BenchError(f"stage 'start server': {exc}") from None
-
-
-@contextlib.contextmanager
-def store_for(spec: str, tmp: Path) -> Iterator[str]:
-    """A fresh store URL: a SQLite file in `tmp`, or a new database on the MongoDB server (dropped after)."""
-    if spec == "sqlite":
-        yield f"sqlite:///{tmp / 'fanout.db'}"
-        return
-    if not spec.startswith(("mongodb://", "mongodb+srv://")):
-        raise BenchError(f"--store must be 'sqlite' or a mongodb:// URL, not {spec!r}")
-    database = f"aitp_bench_{uuid.uuid4().hex[:12]}"
-    parts = urlsplit(spec)
-    yield urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, parts.fragment))
-    from pymongo import MongoClient
-
-    with contextlib.suppress(Exception), MongoClient(spec, serverSelectionTimeoutMS=5000) as client:
-        client.drop_database(database)
-
-
-def rss_kib(pid: int | str) -> int:
-    """VmRSS of a process, in KiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise BenchError(f"no VmRSS for process {pid}")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """`aitp serve` on a free port, up within `timeout` seconds (per-key limits off: one key subscribes N times)."""
+    return start_aitp(store_url, log, timeout)
 
 
 async def settled_rss(pid: int | str, settle: float, samples: int = 5) -> int:
@@ -254,7 +200,13 @@ class Bench:
             if run.failure is not None:
                 raise BenchError(f"while idle: {run.failure}")
             server_cpu, client_cpu, wall = cpu_seconds(pid), time.process_time(), time.perf_counter()
-            await stage(f"deliver {messages} messages ({label})", self.deliver(run), timeout + messages * 2)
+            with contextlib.ExitStack() as profiling:
+                if label == "main" and self.args.profile:
+                    sampler = profiling.enter_context(Sampler(pid, RESULTS.parent / "fanout-profile.txt"))
+                    await asyncio.sleep(0.5)  # py-spy attaches
+                await stage(f"deliver {messages} messages ({label})", self.deliver(run), timeout + messages * 2)
+            if label == "main" and self.args.profile:
+                extra["profile"] = sampler.summary
             extra["deliver_wall_s"] = time.perf_counter() - wall
             extra["server_cpu_s"] = cpu_seconds(pid) - server_cpu
             extra["client_cpu_s"] = time.process_time() - client_cpu
@@ -339,6 +291,8 @@ def print_table(result: dict[str, Any]) -> None:
         f"client CPU {main['client_cpu_us_per_delivery']:.1f} µs; "
         f"connect {n} took {main['connect_s']:.2f} s"
     )
+    if result.get("profile"):
+        print_profile("server profile while delivering", result["profile"])
     print(
         f"server RSS {mem['server_rss_before_kib'] / 1024:.1f} -> {mem['server_rss_after_kib'] / 1024:.1f} MiB: "
         f"{mem['server_kib_per_connection']:.1f} KiB per idle connection; "
@@ -383,6 +337,7 @@ async def run(args: argparse.Namespace, server: ServerProcess) -> dict[str, Any]
         "fanout": fan,
         "ratios": {"p50": fan["p50_ms"] / base["p50_ms"], "p99": fan["p99_ms"] / base["p99_ms"]},
         "memory": memory_figures(main_extra, args.subscribers),
+        "profile": main_extra.get("profile", {}),
     }
 
 
@@ -399,6 +354,7 @@ def main() -> None:
     parser.add_argument("--stage-timeout", type=float, default=120.0)
     parser.add_argument("--message-timeout", type=float, default=30.0, help="per message, for every delivery")
     parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop", help="the client's event loop")
+    parser.add_argument("--profile", action="store_true", help="sample the server with py-spy while it delivers")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
@@ -414,7 +370,10 @@ def main() -> None:
     started = time.perf_counter()
     try:
         old_soft, soft = raise_fd_limit(args.subscribers + 512)  # before spawning: the server inherits it
-        with tempfile.TemporaryDirectory(prefix="aitp-fanout-") as tmp, store_for(args.store, Path(tmp)) as store_url:
+        with (
+            tempfile.TemporaryDirectory(prefix="aitp-fanout-") as tmp,
+            store_for(args.store, Path(tmp), "fanout") as store_url,
+        ):
             server = start_server(store_url, Path(tmp) / "serve.log", args.stage_timeout)
             try:
                 figures = runner(run(args, server))

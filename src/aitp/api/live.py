@@ -7,7 +7,8 @@ WebSocket frames, server to client (JSON text):
 Client to server:
     {"op": "post", "ref": <any>, "message": {<as POST .../messages>}}   (+ "thread_id" on the inbox)
 Close codes: 1000 thread deleted / removed from the thread, 4401 bad or missing key, 4403 not a member
-(or no such thread), 4008 slow consumer (the reason says the cursor to resume after); uvicorn closes with
+(or no such thread), 4008 slow consumer (the reason says the cursor to resume after), 4429 too many streams
+open (or connects) for the key: close one, or wait, then reconnect; uvicorn closes with
 1012 on shutdown, and a crashed server shows as 1006: in every case but 1000/4401/4403, resume from the cursor.
 """
 
@@ -26,6 +27,7 @@ from pydantic import ValidationError
 from starlette.responses import StreamingResponse
 
 from aitp.api.errors import validation_error
+from aitp.api.json_body import INT64_MAX, parse_json
 from aitp.auth import Principal, authenticate, bearer_token
 from aitp.errors import APIError, InvalidRequest
 from aitp.events.stream import (
@@ -34,15 +36,14 @@ from aitp.events.stream import (
     CLOSE_SLOW_CONSUMER,
     CLOSE_UNAUTHENTICATED,
     EventStream,
+    Frame,
     Overflow,
 )
 from aitp.runtime import Runtime
+from aitp.services.connections import close_code
+from aitp.services.rate_limit import count_request
 
 Poster = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]  # a post op -> the created message
-
-
-def _public(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in item.items() if k != "_cursor"}
 
 
 def _error_frame(ref: Any, error: APIError) -> dict[str, Any]:
@@ -65,8 +66,8 @@ def sse_cursor(last_event_id: str | None, after: int) -> int:
         value = int(last_event_id)
     except ValueError:
         raise InvalidRequest("Last-Event-ID must be an event id (an integer).", param="Last-Event-ID") from None
-    if value < 0:
-        raise InvalidRequest("Last-Event-ID must not be negative.", param="Last-Event-ID")
+    if not 0 <= value <= INT64_MAX:
+        raise InvalidRequest("Last-Event-ID must be an event id (0 to 2^63-1).", param="Last-Event-ID")
     return value
 
 
@@ -81,9 +82,8 @@ async def sse_response(opened: AbstractAsyncContextManager[EventStream]) -> Stre
             async for item in stream:
                 if item is None:
                     yield b": keep-alive\n\n"
-                elif isinstance(item, dict):
-                    data = orjson.dumps(_public(item))
-                    yield b"id: %d\nevent: %s\ndata: %s\n\n" % (item["_cursor"], item["type"].encode(), data)
+                elif isinstance(item, Frame):
+                    yield item.sse
                 else:
                     ending = {"reason": item.reason}
                     if isinstance(item, Overflow):
@@ -107,9 +107,11 @@ async def _websocket_principal(websocket: WebSocket, rt: Runtime) -> Principal |
     """Authenticate from the Authorization header or `?token=` (browsers cannot set headers); None if refused."""
     try:
         token = websocket.query_params.get("token") or bearer_token(websocket.headers.get("authorization"))
-        return await authenticate(rt.store, token, rt.settings.admin_key)
+        principal = await authenticate(rt.store, token, rt.settings.admin_key, rt.principals)
+        count_request(rt, principal)  # a connect counts as a request of its key (4429 when over)
+        return principal
     except APIError as error:
-        await websocket.close(CLOSE_UNAUTHENTICATED, reason=error.message[:120])
+        await websocket.close(close_code(error, CLOSE_UNAUTHENTICATED), reason=error.message[:120])
         return None
 
 
@@ -127,8 +129,8 @@ async def serve_websocket(
     opened = open_stream(principal)
     try:
         stream = await opened.__aenter__()
-    except APIError as error:
-        await websocket.close(CLOSE_NOT_FOUND, reason=error.message[:120])
+    except APIError as error:  # 4429 when the key has too many streams open
+        await websocket.close(close_code(error, CLOSE_NOT_FOUND), reason=error.message[:120])
         return
     try:
         await _serve(websocket, stream, lambda frame: post(principal, frame))
@@ -148,8 +150,9 @@ async def _serve(websocket: WebSocket, stream: EventStream, post: Poster) -> Non
         async for item in stream:
             if item is None:
                 continue  # the server (uvicorn) pings WebSocket peers itself
-            if isinstance(item, dict):
-                await send(_public(item))
+            if isinstance(item, Frame):
+                async with send_lock:  # the event's JSON text, rendered once for all its subscribers
+                    await websocket.send_text(item.json)
                 continue
             code = CLOSE_SLOW_CONSUMER if isinstance(item, Overflow) else CLOSE_NORMAL
             async with send_lock:
@@ -160,9 +163,9 @@ async def _serve(websocket: WebSocket, stream: EventStream, post: Poster) -> Non
         while True:
             raw = await websocket.receive_text()
             try:
-                frame = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                await send(_error_frame(None, InvalidRequest("Frames must be JSON.")))
+                frame = parse_json(raw.encode())  # as strict as an HTTP body: what no store can keep is refused
+            except InvalidRequest as error:
+                await send(_error_frame(None, error if error.param else InvalidRequest("Frames must be JSON.")))
                 continue
             ref = frame.get("ref") if isinstance(frame, dict) else None
             if not isinstance(frame, dict) or frame.get("op") != "post" or not isinstance(frame.get("message"), dict):

@@ -8,8 +8,9 @@ live, whatever the timing. The hub only says *when* to look again:
 - other processes' writes, through a tailer that follows the store (`Store.watch_threads`: a change
   stream on MongoDB, polling of the store-wide event log by gid on SQLite).
 
-Per thread, a `ThreadFeed` keeps the most recent events in memory, fetched once per change, so a thousand
-subscribers of one thread cost one store read per change, not a thousand.
+Per thread, a `ThreadFeed` keeps the most recent events in memory, fetched once per change, and renders
+each to its wire JSON once (`ThreadFeed.frame`), so a thousand subscribers of one thread cost one store
+read and one serialisation per change, not a thousand.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ import contextlib
 import logging
 from collections import deque
 
+import orjson
+
+from aitp import render
+from aitp.events.stream import Frame
 from aitp.store.base import EventRecord, Store
 
 log = logging.getLogger(__name__)
@@ -26,18 +31,40 @@ log = logging.getLogger(__name__)
 RECENT_EVENTS = 1024  # per followed thread, kept in memory for live subscribers
 
 
+class Wakeup:
+    """One waiter's ticket for a `Signal`'s next fire: `await wakeup.wait()` (at once if it has fired)."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: asyncio.Future[None]) -> None:
+        self._future = future
+
+    async def wait(self) -> None:
+        await self._future
+
+    def is_set(self) -> bool:
+        return self._future.done()
+
+
 class Signal:
-    """A broadcast wake-up: `waiter()` before reading, then wait on it if there was nothing new."""
+    """A broadcast wake-up: `waiter()` before reading, then wait on it if there was nothing new.
+
+    Each waiter has its own future, dropped on the next fire: waking N waiters is O(N), and a waiter that
+    goes away costs nothing (asyncio.Event removes each woken waiter from a deque: O(N^2) for N waiters)."""
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        self._waiters: list[asyncio.Future[None]] = []
 
     def fire(self) -> None:
-        self._event.set()
-        self._event = asyncio.Event()
+        waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            if not future.done():  # a cancelled waiter's future
+                future.set_result(None)
 
-    def waiter(self) -> asyncio.Event:
-        return self._event
+    def waiter(self) -> Wakeup:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        return Wakeup(future)
 
 
 class ThreadFeed:
@@ -49,22 +76,29 @@ class ThreadFeed:
         self.signal = Signal()
         self.followers = 0
         self._recent: deque[EventRecord] = deque(maxlen=RECENT_EVENTS)
+        self._frames: dict[int, Frame] = {}  # by seq: a thread's log never changes an event once written
         self._stale = True
-        self._lock = asyncio.Lock()
+        self._refreshing: Signal | None = None  # fired when the store read under way ends
 
     def poke(self) -> None:
         self._stale = True
         self.signal.fire()
 
+    def frame(self, record: EventRecord) -> Frame:
+        """The event's Frame, rendered once for every subscriber of this thread in this process."""
+        frame = self._frames.get(record.seq)
+        if frame is None:
+            if len(self._frames) >= 2 * RECENT_EVENTS:
+                self._frames.clear()  # replays of old events come and go; live ones are re-rendered once
+            frame = self._frames[record.seq] = Frame(
+                record.seq, record.type, orjson.dumps(render.event(record)).decode()
+            )
+        return frame
+
     async def after(self, cursor: int, limit: int) -> list[EventRecord]:
         """Events with seq > `cursor`, oldest first, at most `limit`: from memory when it has them."""
-        # Readers arriving while a refresh runs wait for it: returning [] then would make them sleep
-        # past the events that refresh is fetching.
-        if self._stale or self._lock.locked():
-            async with self._lock:  # one store read per change, however many subscribers ask
-                if self._stale:
-                    self._stale = False
-                    await self._refresh(cursor)
+        if self._stale or self._refreshing is not None:
+            await self._catch_up(cursor)
         recent = self._recent
         if recent and recent[0].seq <= cursor + 1 <= recent[-1].seq:
             start = cursor + 1 - recent[0].seq
@@ -73,6 +107,29 @@ class ThreadFeed:
         if recent and cursor >= recent[-1].seq:
             return []
         return await self.store.list_events(self.thread_id, after=cursor, limit=limit)
+
+    async def _catch_up(self, cursor: int) -> None:
+        """One store read per change, however many subscribers ask. Readers arriving while a refresh runs
+        wait for it (returning [] then would make them sleep past the events it is fetching), all woken
+        at once when it ends: a lock would hand the turn to a thousand waiters one loop iteration apiece."""
+        while True:
+            refreshed = self._refreshing
+            if refreshed is not None:
+                await refreshed.waiter().wait()  # someone else's refresh: then look again (stale once more?)
+                continue
+            if not self._stale:
+                return
+            refreshed = self._refreshing = Signal()
+            self._stale = False
+            try:
+                await self._refresh(cursor)
+            except BaseException:
+                self._stale = True  # not fetched (failed, or this reader was cancelled): the next reader retries
+                raise
+            finally:
+                self._refreshing = None
+                refreshed.fire()
+            return
 
     async def _refresh(self, cursor: int) -> None:
         start = self._recent[-1].seq if self._recent else cursor

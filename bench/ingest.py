@@ -1,0 +1,288 @@
+"""Ingest throughput: POST /v1/threads/{id}/messages on `aitp serve` (embedded SQLite store) against a
+bare FastAPI JSON echo of the same bodies on the same route, under the same uvicorn options, driven by
+`wrk` (not Python: a Python client saturates the cores and measures itself).
+
+Four workloads, each `--duration` seconds, interleaved in every round so that load from other processes
+hits all of them alike: echo of the text body, aitp text message, echo of the request_decision body,
+aitp request_decision (products, validated and correlated; every request carries a fresh request id).
+Figures per workload: requests/s (median over rounds), latency percentiles, server CPU µs per request.
+Ratios: aitp / echo, per round, then the median.
+
+Run: python bench/ingest.py [--rounds 3] [--duration 5] [--connections 32] [--profile]
+`--profile` also samples the aitp server with py-spy during one extra run of each aitp workload and prints
+where the time goes (the collapsed stacks land in bench/results/ingest-profile-*.txt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+from harness import (
+    RESULTS,
+    BenchError,
+    Sampler,
+    admin_client,
+    cpu_seconds,
+    create_key,
+    load_average,
+    machine_info,
+    print_profile,
+    running,
+    start_aitp,
+    start_echo,
+)
+
+from aitp.capabilities.registry import default_directory
+from aitp.testing import ServerProcess
+
+BENCH = Path(__file__).resolve().parent
+LUA = BENCH / "wrk" / "post.lua"
+EXAMPLE = default_directory() / "aitp-02-decisions" / "1.0.0" / "examples" / "request_decision_products.json"
+DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
+TARGETS = {"text": 0.60, "request_decision": 0.45}
+WRK_INSTALL = "wrk is not installed: `apt-get install -y wrk` (Debian/Ubuntu package 'wrk')"
+
+
+def wrk_path() -> str:
+    path = shutil.which("wrk")
+    if path is None:
+        raise BenchError(WRK_INSTALL)
+    return path
+
+
+def bodies(tmp: Path) -> dict[str, Path]:
+    """The two request bodies as files for the Lua script; `__SEQ__` marks the per-request id."""
+    message = json.loads(EXAMPLE.read_text())
+    message["request_decision"]["id"] = "rd-__SEQ__"
+    files = {
+        "text": {"content": "I would like some noise-cancelling headphones, under 300 USD please."},
+        "request_decision": {"content": json.dumps(message)},
+    }
+    paths = {}
+    for name, body in files.items():
+        paths[name] = tmp / f"{name}.json"
+        paths[name].write_text(json.dumps(body))
+    return paths
+
+
+def run_wrk(url: str, body: Path, token: str, *, duration: float, connections: int, threads: int) -> dict[str, Any]:
+    """One wrk run; its figures (requests, errors, latency) as wrk's Lua `done` printed them."""
+    command = [
+        wrk_path(),
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{max(1, round(duration))}s",
+        "--timeout",
+        "10s",
+        "-s",
+        str(LUA),
+        url,
+        "--",
+        str(body),
+        token,
+        uuid.uuid4().hex[:8],
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=duration + 60)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("WRK_JSON ")), None)
+    if done.returncode != 0 or line is None:
+        raise BenchError(f"wrk failed ({done.returncode}): {done.stdout[-800:]}{done.stderr[-800:]}")
+    figures: dict[str, Any] = json.loads(line.removeprefix("WRK_JSON "))
+    figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
+    failed = sum(figures["errors"].values())
+    if failed > 0.001 * max(1, figures["requests"]):
+        raise BenchError(f"wrk on {url}: {figures['errors']} errors in {figures['requests']} requests")
+    return figures
+
+
+class Target:
+    """A server under test and what to post where."""
+
+    def __init__(self, server: ServerProcess, urls: dict[str, str], token: str) -> None:
+        self.server = server
+        self.urls = urls
+        self.token = token
+
+    def measure(self, workload: str, body: Path, args: argparse.Namespace) -> dict[str, Any]:
+        pid = self.server.process.pid
+        cpu = cpu_seconds(pid)
+        figures = run_wrk(
+            self.urls[workload],
+            body,
+            self.token,
+            duration=args.duration,
+            connections=args.connections,
+            threads=args.threads,
+        )
+        figures["server_cpu_us_per_request"] = (cpu_seconds(pid) - cpu) / max(1, figures["requests"]) * 1e6
+        return figures
+
+
+def aitp_target(server: ServerProcess) -> Target:
+    """Keys for a shop and a user, and one thread per workload in which the shop posts."""
+    with admin_client(server) as admin:
+        shop, user = create_key(admin, "shop"), create_key(admin, "user")
+    urls = {}
+    with httpx.Client(base_url=server.base_url + "/v1", headers={"Authorization": f"Bearer {user}"}) as client:
+        for workload in ("text", "request_decision"):
+            actors = [{"id": "user", "capabilities": [DECISIONS]}, {"id": "shop", "capabilities": [DECISIONS]}]
+            response = client.post("/threads", json={"actors": actors})
+            if response.status_code != 200:
+                raise BenchError(f"POST /threads answered {response.status_code}: {response.text[:300]}")
+            urls[workload] = f"{server.base_url}/v1/threads/{response.json()['id']}/messages"
+    return Target(server, urls, shop)
+
+
+def echo_target(server: ServerProcess) -> Target:
+    url = f"{server.base_url}/v1/threads/thread_echo/messages"
+    return Target(server, {"text": url, "request_decision": url}, "")
+
+
+# ------------------------------------------------------------------------------ profile
+
+
+def profile(target: Target, workload: str, body: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """py-spy samples the aitp server during one wrk run; the frames holding the most samples."""
+    seconds = max(3, round(args.duration))
+    with Sampler(target.server.process.pid, out, seconds + 1) as sampler:
+        time.sleep(0.5)
+        run_wrk(target.urls[workload], body, target.token, duration=seconds, connections=args.connections, threads=1)
+    return sampler.summary
+
+
+# ------------------------------------------------------------------------------ main
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    wrk_path()
+    with tempfile.TemporaryDirectory(prefix="aitp-ingest-") as tmp_name:
+        tmp = Path(tmp_name)
+        files = bodies(tmp)
+        with (
+            running(start_echo(tmp / "echo.log")) as echo_server,
+            running(start_aitp(f"sqlite:///{tmp / 'ingest.db'}", tmp / "aitp.log")) as aitp_server,
+        ):
+            targets = {"echo": echo_target(echo_server), "aitp": aitp_target(aitp_server)}
+            order = [(t, w) for w in args.workloads for t in ("echo", "aitp")]
+            for target, workload in order:  # warm-up: first connections, caches, validator, page cache
+                run_wrk(
+                    targets[target].urls[workload],
+                    files[workload],
+                    targets[target].token,
+                    duration=1,
+                    connections=args.connections,
+                    threads=args.threads,
+                )
+            rounds: list[dict[str, dict[str, Any]]] = []
+            for _ in range(args.rounds):
+                rounds.append(
+                    {
+                        f"{t}_{w}": {**targets[t].measure(w, files[w], args), "loadavg_1m": load_average()[0]}
+                        for t, w in order
+                    }
+                )
+            profiles = {}
+            if args.profile:
+                for workload in args.workloads:
+                    out = RESULTS / f"ingest-profile-{workload}.txt"
+                    profiles[workload] = profile(targets["aitp"], workload, files[workload], args, out)
+    return {"rounds": rounds, "profiles": profiles}
+
+
+def summarise(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    workloads: dict[str, Any] = {}
+    for name in rounds[0]:
+        runs = [r[name] for r in rounds]
+        workloads[name] = {
+            "rps": statistics.median(x["rps"] for x in runs),
+            "rps_per_round": [round(x["rps"], 1) for x in runs],
+            "latency_p50_ms": statistics.median(x["latency_us"]["p50"] for x in runs) / 1000,
+            "latency_p99_ms": statistics.median(x["latency_us"]["p99"] for x in runs) / 1000,
+            "server_cpu_us_per_request": statistics.median(x["server_cpu_us_per_request"] for x in runs),
+            "requests": sum(x["requests"] for x in runs),
+        }
+    ratios = {}
+    for workload, target in TARGETS.items():
+        if f"aitp_{workload}" not in rounds[0]:
+            continue
+        per_round = [r[f"aitp_{workload}"]["rps"] / r[f"echo_{workload}"]["rps"] for r in rounds]
+        ratios[workload] = {
+            "ratio": statistics.median(per_round),
+            "per_round": [round(x, 3) for x in per_round],
+            "target": target,
+            "met": statistics.median(per_round) >= target,
+        }
+    return {"workloads": workloads, "ratios": ratios}
+
+
+def print_table(result: dict[str, Any]) -> None:  # noqa: C901
+    p = result["parameters"]
+    print(
+        f"ingest: wrk -t{p['threads']} -c{p['connections']} -d{p['duration_s']}s x {p['rounds']} rounds; "
+        f"aitp on SQLite vs bare FastAPI echo, same uvicorn options; load {result['machine']['loadavg']}"
+    )
+    print(f"  {'workload':26}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'server CPU µs/req':>19}")
+    for name, w in result["workloads"].items():
+        print(
+            f"  {name:26}{w['rps']:10.0f}{w['latency_p50_ms']:9.2f}{w['latency_p99_ms']:9.2f}"
+            f"{w['server_cpu_us_per_request']:19.0f}"
+        )
+    for workload, r in result["ratios"].items():
+        verdict = "met" if r["met"] else "MISSED"
+        print(
+            f"  ratio aitp/echo {workload:18} {r['ratio']:.2f} (target >= {r['target']:.2f}: {verdict}) "
+            f"rounds {r['per_round']}"
+        )
+    for workload, prof in result.get("profiles", {}).items():
+        print_profile(f"profile aitp {workload}", prof)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per wrk run")
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=1, help="wrk threads")
+    parser.add_argument("--profile", action="store_true", help="also sample the server with py-spy")
+    parser.add_argument(
+        "--workloads", type=lambda v: v.split(","), default=["text", "request_decision"], help="comma-separated"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS / "ingest.json")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    measured = measure(args)
+    result = {
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "parameters": {
+            "rounds": args.rounds,
+            "duration_s": args.duration,
+            "connections": args.connections,
+            "threads": args.threads,
+            "store": "sqlite",
+        },
+        "machine": machine_info(),
+        **summarise(measured["rounds"]),
+        "profiles": measured["profiles"],
+        "total_s": time.perf_counter() - started,
+    }
+    print_table(result)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BenchError as error:
+        sys.exit(f"ingest: {error}")

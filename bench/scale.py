@@ -1,0 +1,325 @@
+"""Scale on the embedded SQLite store: list-messages page latency in threads of 1k, 100k and 1M messages,
+and thread creation + joins when the store holds 100k threads.
+
+How the data is loaded (printed with the figures): threads are created through the store API
+(`SQLiteStore.create_thread`, so their rows, actors and first event are exactly what the service writes);
+their messages are then written with direct SQL into the store's own tables, in the shapes the store
+writes (`messages` row, `thread.message.created` event carrying the rendered message, its audience rows,
+the thread's `last_seq`), in transactions of 20,000 messages: posting a million messages through HTTP
+would take longer than the whole benchmark may. The 100k extra threads (two actors each, the creation
+event and its audience) are written the same way. Nothing is measured in-process: `aitp serve` runs on
+the loaded file and a client times one request at a time (p50 and p90 over `--samples` requests).
+
+Pages: the first page (`limit=20`, newest first), a middle page (`after=` the id of the message in the
+middle) and the last page (`after=` the 21st oldest, so the 20 oldest come back). Ratios: each thread's
+p50 over the 1k thread's, measured in the same run (target: 1M <= 2x 1k).
+
+Run: python bench/scale.py [--sizes 1000,100000,1000000] [--threads 100000] [--samples 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+from harness import RESULTS, BenchError, admin_client, create_key, load_average, machine_info, running, start_aitp
+
+from aitp import render
+from aitp.ids import new_id
+from aitp.store.base import ActorRecord, MessageRecord, NewEvent, ThreadRecord
+from aitp.store.sqlite import SQLiteStore
+
+BATCH = 20_000
+WARM_UP = 10  # requests per figure before timing
+TARGET_RATIO = 2.0
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+async def create_threads(path: Path, count: int, creator: str, other: str) -> list[str]:
+    """`count` threads of `creator` and `other`, created through the store API."""
+    store = SQLiteStore(path)
+    await store.open()
+    ids = []
+    try:
+        for _ in range(count):
+            thread = ThreadRecord(id=new_id("thread"), created_at=int(time.time()), creator=creator)
+            actors = [ActorRecord(thread.id, creator), ActorRecord(thread.id, other)]
+            created = NewEvent("thread.created", {"id": thread.id, "object": "thread"}, thread.created_at)
+            await store.create_thread(thread, actors, created, [])
+            ids.append(thread.id)
+    finally:
+        await store.close()
+    return ids
+
+
+def load_messages(path: Path, thread_id: str, count: int, members: list[str]) -> float:
+    """Append `count` text messages to a thread with direct SQL, in the store's row shapes; seconds taken."""
+    started = time.perf_counter()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA synchronous=OFF")  # loading only: the figures are taken with the store's own settings
+    (seq,) = conn.execute("SELECT last_seq FROM threads WHERE id = ?", (thread_id,)).fetchone()
+    created_at = int(time.time())
+    done = 0
+    while done < count:
+        n = min(BATCH, count - done)
+        messages, events = [], []
+        for i in range(done, done + n):
+            seq += 1
+            actor = members[i % len(members)]
+            record = MessageRecord(
+                id=new_id("msg"),
+                thread_id=thread_id,
+                created_at=created_at,
+                actor=actor,
+                role=render.role_of(actor, members[0]),
+                content=[{"type": "text", "text": {"value": f"message {i}: some words", "annotations": []}}],
+                seq=seq,
+            )
+            messages.append((record.id, thread_id, seq, created_at, actor, record.role,
+                             orjson.dumps(record.content).decode(), "[]", "{}", None))  # fmt: skip
+            events.append((thread_id, seq, "thread.message.created", created_at,
+                           orjson.dumps(render.message(record)).decode()))  # fmt: skip
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO messages (id, thread_id, seq, created_at, actor, role, content, attachments, metadata, aitp)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            messages,
+        )
+        first_gid = conn.execute("SELECT COALESCE(MAX(gid), 0) + 1 FROM events").fetchone()[0]
+        conn.executemany("INSERT INTO events (thread_id, seq, type, created_at, data) VALUES (?, ?, ?, ?, ?)", events)
+        conn.executemany(
+            "INSERT INTO event_audience (actor_id, gid) VALUES (?, ?)",
+            [(m, gid) for gid in range(first_gid, first_gid + n) for m in members],
+        )
+        conn.execute("UPDATE threads SET last_seq = ? WHERE id = ?", (seq, thread_id))
+        conn.execute("COMMIT")
+        done += n
+    conn.close()
+    return time.perf_counter() - started
+
+
+def load_threads(path: Path, count: int, actors: tuple[str, str]) -> float:
+    """`count` more threads (two actors, the creation event and its audience) with direct SQL; seconds taken."""
+    started = time.perf_counter()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA synchronous=OFF")
+    created_at = int(time.time())
+    done = 0
+    while done < count:
+        n = min(BATCH, count - done)
+        ids = [new_id("thread") for _ in range(n)]
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO threads (id, created_at, creator, metadata, parent_id, tool_resources, last_seq)"
+            " VALUES (?, ?, ?, '{}', NULL, NULL, 1)",
+            [(t, created_at, actors[0]) for t in ids],
+        )
+        conn.executemany(
+            "INSERT INTO thread_actors (thread_id, actor_id, client_id, capabilities, joined_at, position)"
+            " VALUES (?, ?, NULL, '[]', ?, ?)",
+            [(t, a, created_at, i) for t in ids for i, a in enumerate(actors)],
+        )
+        first_gid = conn.execute("SELECT COALESCE(MAX(gid), 0) + 1 FROM events").fetchone()[0]
+        conn.executemany(
+            "INSERT INTO events (thread_id, seq, type, created_at, data) VALUES (?, 1, 'thread.created', ?, ?)",
+            [(t, created_at, json.dumps({"id": t, "object": "thread"})) for t in ids],
+        )
+        conn.executemany(
+            "INSERT INTO event_audience (actor_id, gid) VALUES (?, ?)",
+            [(a, gid) for gid in range(first_gid, first_gid + n) for a in actors],
+        )
+        conn.execute("COMMIT")
+        done += n
+    conn.close()
+    return time.perf_counter() - started
+
+
+# ------------------------------------------------------------------------------ measuring
+
+
+def page_figures(client: httpx.Client, threads: dict[int, str], samples: int, db: Path) -> dict[str, Any]:
+    """p50/p90 of the first, a middle and the last page of each thread, sampled round-robin across the
+    threads (so that warming up and load from elsewhere fall on every size alike)."""
+    conn = sqlite3.connect(db)
+    requests = []
+    for size, thread_id in threads.items():
+        middle_id = conn.execute(
+            "SELECT id FROM messages WHERE thread_id = ? ORDER BY seq LIMIT 1 OFFSET ?", (thread_id, size // 2)
+        ).fetchone()[0]
+        near_oldest = conn.execute(
+            "SELECT id FROM messages WHERE thread_id = ? ORDER BY seq LIMIT 1 OFFSET 20", (thread_id,)
+        ).fetchone()[0]
+        url = f"/threads/{thread_id}/messages"
+        for page, params in (
+            ("first", {"limit": 20}),
+            ("middle", {"limit": 20, "after": middle_id}),
+            ("last", {"limit": 20, "after": near_oldest}),
+        ):
+            requests.append((size, page, url, params))
+        last_page = client.get(url, params={"limit": 20, "after": near_oldest}).json()
+        if len(last_page["data"]) != 20 or last_page["has_more"]:
+            raise BenchError(f"the last page of the {size}-message thread is not the 20 oldest messages")
+    conn.close()
+    times: dict[tuple[int, str], list[float]] = {(size, page): [] for size, page, _, _ in requests}
+    for i in range(samples + WARM_UP):
+        for size, page, url, params in requests:
+            started = time.perf_counter()
+            response = client.get(url, params=params)
+            elapsed = (time.perf_counter() - started) * 1000
+            if response.status_code != 200:
+                raise BenchError(f"GET {url} answered {response.status_code}: {response.text[:300]}")
+            if i >= WARM_UP:
+                times[(size, page)].append(elapsed)
+    figures: dict[str, Any] = {str(size): {} for size in threads}
+    for (size, page), samples_ms in times.items():
+        figures[str(size)][page] = percentiles(samples_ms)
+    return figures
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_ms)
+    return {"p50_ms": statistics.median(ordered), "p90_ms": ordered[int(0.9 * (len(ordered) - 1))]}
+
+
+def create_and_join(client: httpx.Client, samples: int) -> dict[str, dict[str, float]]:
+    """p50/p90 of creating a thread (two actors) and of a third actor joining it."""
+    created, joined = [], []
+    for i in range(samples + WARM_UP):
+        started = time.perf_counter()
+        response = client.post("/threads", json={"actors": [{"id": "alice"}, {"id": "bob"}]})
+        middle = time.perf_counter()
+        if response.status_code != 200:
+            raise BenchError(f"POST /threads answered {response.status_code}: {response.text[:300]}")
+        joining = client.post(f"/threads/{response.json()['id']}/actors", json={"id": f"carol{i}"})
+        ended = time.perf_counter()
+        if joining.status_code not in (200, 201):
+            raise BenchError(f"POST /threads/{{id}}/actors answered {joining.status_code}: {joining.text[:300]}")
+        if i >= WARM_UP:
+            created.append((middle - started) * 1000)
+            joined.append((ended - middle) * 1000)
+    return {"create_thread": percentiles(created), "join_thread": percentiles(joined)}
+
+
+def serve_and_measure(db: Path, tmp: Path, work: Any) -> Any:
+    """Start `aitp serve` on the file, run `work(client)` as alice, stop the server."""
+    with running(start_aitp(f"sqlite:///{db}", tmp / "serve.log", timeout=60)) as server:
+        with admin_client(server) as admin:
+            key = create_key(admin, "alice")
+        with httpx.Client(
+            base_url=server.base_url + "/v1", headers={"Authorization": f"Bearer {key}"}, timeout=60
+        ) as client:
+            return work(client)
+
+
+def measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    db = tmp / "scale.db"
+    loading: dict[str, float] = {}
+    started = time.perf_counter()
+    thread_ids = asyncio.run(create_threads(db, len(args.sizes), "alice", "bob"))
+    for thread_id, size in zip(thread_ids, args.sizes, strict=True):
+        loading[f"messages_{size}_s"] = load_messages(db, thread_id, size, ["alice", "bob"])
+    result: dict[str, Any] = {"pages": {}, "threads": {}}
+
+    def pages_and_baseline(client: httpx.Client) -> None:
+        threads = dict(zip(args.sizes, thread_ids, strict=True))
+        result["pages"] = page_figures(client, threads, args.samples, db)
+        result["threads"]["few"] = create_and_join(client, args.samples)
+
+    serve_and_measure(db, tmp, pages_and_baseline)
+    loading[f"threads_{args.threads}_s"] = load_threads(db, args.threads, ("alice", "bob"))
+    result["threads"]["many"] = serve_and_measure(db, tmp, lambda client: create_and_join(client, args.samples))
+    loading["total_s"] = time.perf_counter() - started
+    result["loading"] = loading
+    result["db_mib"] = round(sum(p.stat().st_size for p in tmp.glob("scale.db*")) / 2**20, 1)
+    return result
+
+
+def ratios(result: dict[str, Any], sizes: list[int]) -> dict[str, Any]:
+    base = result["pages"][str(sizes[0])]
+    out: dict[str, Any] = {}
+    for size in sizes[1:]:
+        figures = result["pages"][str(size)]
+        out[str(size)] = {page: figures[page]["p50_ms"] / base[page]["p50_ms"] for page in ("first", "middle", "last")}
+    largest = out.get(str(sizes[-1]), {})
+    worst = max(largest.values()) if largest else 1.0
+    few, many = result["threads"]["few"], result["threads"]["many"]
+    return {
+        "pages_vs_smallest": out,
+        "largest_worst": worst,
+        "target": TARGET_RATIO,
+        "met": worst <= TARGET_RATIO,
+        "create_thread_many_vs_few": many["create_thread"]["p50_ms"] / few["create_thread"]["p50_ms"],
+        "join_thread_many_vs_few": many["join_thread"]["p50_ms"] / few["join_thread"]["p50_ms"],
+    }
+
+
+def print_table(result: dict[str, Any]) -> None:
+    p, loading = result["parameters"], result["loading"]
+    print(
+        f"scale (SQLite, {result['db_mib']} MiB file): threads of {', '.join(f'{s:,}' for s in p['sizes'])} messages "
+        f"and {p['threads']:,} extra threads; load {result['machine']['loadavg']}"
+    )
+    print(
+        "  loaded: threads through the store API, messages and extra threads with direct SQL in the store's row "
+        "shapes (" + ", ".join(f"{k} {v:.1f}" for k, v in loading.items()) + ")"
+    )
+    print(f"  {'list messages p50 (p90) ms':30}{'first page':>16}{'middle page':>16}{'last page':>16}")
+    for size, pages in result["pages"].items():
+        cells = "".join(f"{pages[k]['p50_ms']:9.2f} ({pages[k]['p90_ms']:5.2f})" for k in ("first", "middle", "last"))
+        print(f"  {int(size):>12,} messages          {cells}")
+    r = result["ratios"]
+    for size, per_page in r["pages_vs_smallest"].items():
+        cells = ", ".join(f"{k} {v:.2f}" for k, v in per_page.items())
+        print(f"  ratio {int(size):,} / {p['sizes'][0]:,}: {cells}")
+    verdict = "met" if r["met"] else "MISSED"
+    print(f"  largest thread, worst page: {r['largest_worst']:.2f}x (target <= {r['target']:.0f}x: {verdict})")
+    few, many = result["threads"]["few"], result["threads"]["many"]
+    print(
+        f"  create thread p50: {few['create_thread']['p50_ms']:.2f} ms with {len(p['sizes'])} threads, "
+        f"{many['create_thread']['p50_ms']:.2f} ms with {p['threads']:,} more (x{r['create_thread_many_vs_few']:.2f}); "
+        f"join p50 {few['join_thread']['p50_ms']:.2f} -> {many['join_thread']['p50_ms']:.2f} ms "
+        f"(x{r['join_thread_many_vs_few']:.2f})"
+    )
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=[1000, 100_000, 1_000_000])
+    parser.add_argument("--threads", type=int, default=100_000, help="extra threads for the create/join figures")
+    parser.add_argument("--samples", type=int, default=100, help="requests timed per figure")
+    parser.add_argument("--out", type=Path, default=RESULTS / "scale.json")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="aitp-scale-") as tmp:
+        measured = measure(args, Path(tmp))
+    result = {
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "parameters": {"sizes": args.sizes, "threads": args.threads, "samples": args.samples, "store": "sqlite"},
+        "machine": {**machine_info(), "loadavg_end": load_average()},
+        **measured,
+        "ratios": ratios(measured, args.sizes),
+        "total_s": time.perf_counter() - started,
+    }
+    print_table(result)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BenchError as error:
+        sys.exit(f"scale: {error}")

@@ -1,0 +1,71 @@
+"""What makes one event cheap to send to many subscribers: a wake-up that costs O(1) per waiter, one
+rendering of each event per thread, and a refresh that a reader leaving half-way does not spoil."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+
+from aitp import render
+from aitp.cli import uvicorn_options
+from aitp.config import Settings
+from aitp.events.hub import Hub, Signal
+from aitp.store import Store
+from tests.store.test_contract import make_thread, post
+
+
+async def test_a_waiter_taken_before_a_fire_is_woken_even_if_it_waits_after() -> None:
+    signal = Signal()
+    early = signal.waiter()
+    signal.fire()
+    await asyncio.wait_for(early.wait(), 1)  # the fire happened between taking and waiting: no sleep
+    late = signal.waiter()
+    assert not late.is_set()  # a waiter taken after the fire waits for the next one
+
+
+async def test_a_cancelled_waiter_does_not_stop_the_others_from_waking() -> None:
+    signal = Signal()
+    waiters = [asyncio.create_task(signal.waiter().wait()) for _ in range(100)]
+    await asyncio.sleep(0)
+    waiters[0].cancel()
+    signal.fire()
+    results = await asyncio.gather(*waiters, return_exceptions=True)
+    assert isinstance(results[0], asyncio.CancelledError)
+    assert results[1:] == [None] * 99
+
+
+async def test_every_subscriber_of_a_thread_gets_the_same_frame_of_an_event(store: Store) -> None:
+    hub = Hub(store)
+    thread, _, _ = await make_thread(store, ("alice",), ("hello",))
+    with hub.follow(thread.id) as feed:
+        first, second = await feed.after(0, 10), await feed.after(0, 10)
+        frames = [feed.frame(record) for record in first]
+        assert [feed.frame(record) for record in second] == frames  # the same objects: rendered once
+        for record, frame in zip(first, frames, strict=True):
+            assert (frame.cursor, frame.type) == (record.seq, record.type)
+            assert orjson.loads(frame.json) == render.event(record)
+            assert frame.sse == b"id: %d\nevent: %s\ndata: %s\n\n" % (
+                record.seq,
+                record.type.encode(),
+                frame.json.encode(),
+            )
+
+
+async def test_a_reader_cancelled_while_refreshing_leaves_the_events_to_the_next_reader(store: Store) -> None:
+    hub = Hub(store)
+    thread, _, _ = await make_thread(store, ("alice",))
+    with hub.follow(thread.id) as feed:
+        seen = [e.seq for e in await feed.after(0, 10)]
+        await post(store, thread.id, "one")
+        reader = asyncio.create_task(feed.after(seen[-1], 10))
+        await asyncio.sleep(0)  # it has started the store read
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+        assert [e.seq for e in await feed.after(seen[-1], 10)] == [seen[-1] + 1]
+
+
+def test_websocket_compression_is_off_unless_configured() -> None:
+    assert uvicorn_options(Settings())["ws_per_message_deflate"] is False
+    assert uvicorn_options(Settings(ws_compression=True))["ws_per_message_deflate"] is True
+    assert Settings.from_env({"AITP_WS_COMPRESSION": "1"}).ws_compression is True

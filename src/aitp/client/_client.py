@@ -110,12 +110,15 @@ class AitpClient:
         metadata: Mapping[str, str] | None = None,
         parent_id: str | None = None,
         tool_resources: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> Thread:
         """Create a thread; the caller joins as its creator (role `user`) even if not listed in `actors`.
 
         This covers AITP-T01 `POST /v1/thread` too (the server serves both paths with one handler).
         Each actor declares capabilities by URL, `{"schema": url}` or `{"capability": id, "versions": range}`.
         Each of `messages` is content as for `create_message`, written by the caller.
+        With an `idempotency_key`, sending the same call again returns the first thread instead of
+        creating another (for retries after a timeout or a lost connection; keys are kept 24 h).
         """
         body = _body(
             actors=[actor_body(a) for a in actors] if actors is not None else None,
@@ -124,7 +127,7 @@ class AitpClient:
             parent_id=parent_id,
             tool_resources=dict(tool_resources) if tool_resources is not None else None,
         )
-        return await self._http.call(Thread, "POST", "/threads", json=body)
+        return await self._http.call(Thread, "POST", "/threads", json=body, idempotency_key=idempotency_key)
 
     async def get_thread(self, thread_id: str) -> Thread:
         return await self._http.call(Thread, "GET", f"/threads/{segment(thread_id)}")
@@ -135,13 +138,15 @@ class AitpClient:
         *,
         metadata: Mapping[str, str] | None = None,
         tool_resources: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> Thread:
         """Replace the thread's metadata (all of the caller's keys; `actors`/`parent_id` are the server's)."""
         body = _body(
             metadata=dict(metadata) if metadata is not None else None,
             tool_resources=dict(tool_resources) if tool_resources is not None else None,
         )
-        return await self._http.call(Thread, "POST", f"/threads/{segment(thread_id)}", json=body)
+        path = f"/threads/{segment(thread_id)}"
+        return await self._http.call(Thread, "POST", path, json=body, idempotency_key=idempotency_key)
 
     async def delete_thread(self, thread_id: str) -> DeletedObject:
         """Delete a thread (its creator or an admin)."""
@@ -172,18 +177,21 @@ class AitpClient:
         *,
         metadata: Mapping[str, str] | None = None,
         attachments: Sequence[Mapping[str, Any]] | None = None,
+        idempotency_key: str | None = None,
     ) -> Message:
         """Post a message as the caller; its role is derived (thread creator → user, others → assistant).
 
         `content` is a string, a capability message (a mapping with `$schema`, sent as one JSON text
-        part), an OpenAI content part (any other mapping), or a list of those.
+        part), an OpenAI content part (any other mapping), or a list of those. With an `idempotency_key`,
+        sending the same call again returns the first message instead of posting another.
         """
         body = _body(
             content=content_body(content),
             metadata=dict(metadata) if metadata is not None else None,
             attachments=[dict(a) for a in attachments] if attachments is not None else None,
         )
-        return await self._http.call(Message, "POST", f"/threads/{segment(thread_id)}/messages", json=body)
+        path = f"/threads/{segment(thread_id)}/messages"
+        return await self._http.call(Message, "POST", path, json=body, idempotency_key=idempotency_key)
 
     async def get_message(self, thread_id: str, message_id: str) -> Message:
         return await self._http.call(Message, "GET", f"/threads/{segment(thread_id)}/messages/{segment(message_id)}")
@@ -235,10 +243,12 @@ class AitpClient:
         *,
         capabilities: Sequence[str | Mapping[str, Any]] = (),
         client_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Actor:
         """Add an actor to the thread (any member may), or replace its capability declarations (itself or an admin)."""
         body = _body(id=actor_id, client_id=client_id, capabilities=declarations(capabilities))
-        return await self._http.call(Actor, "POST", f"/threads/{segment(thread_id)}/actors", json=body)
+        path = f"/threads/{segment(thread_id)}/actors"
+        return await self._http.call(Actor, "POST", path, json=body, idempotency_key=idempotency_key)
 
     async def remove_actor(self, thread_id: str, actor_id: str) -> DeletedObject:
         """Leave (`actor_id` is the caller), or remove another actor (the thread's creator or an admin)."""

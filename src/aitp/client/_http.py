@@ -61,10 +61,12 @@ class HttpSession:
         json: Any = None,
         params: Mapping[str, Any] | None = None,
         api: bool = True,
+        idempotency_key: str | None = None,
     ) -> httpx.Response:
         """Send one request (`path` under `/v1` unless `api` is false); raise `AitpError` unless 2xx."""
         url = API_PREFIX + path if api else path
-        response = await self._client.request(method, url, json=json, params=_query(params))
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
+        response = await self._client.request(method, url, json=json, params=_query(params), headers=headers)
         if not response.is_success:
             raise error_from_response(response)
         return response
@@ -77,9 +79,10 @@ class HttpSession:
         *,
         json: Any = None,
         params: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> M:
         """`request`, then the body parsed as `model`."""
-        response = await self.request(method, path, json=json, params=params)
+        response = await self.request(method, path, json=json, params=params, idempotency_key=idempotency_key)
         return model.model_validate_json(response.content)
 
     async def aclose(self) -> None:

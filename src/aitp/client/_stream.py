@@ -211,11 +211,13 @@ class LiveStream(Generic[E]):
         *,
         metadata: Mapping[str, str] | None = None,
         attachments: Sequence[Mapping[str, Any]] | None = None,
+        idempotency_key: str | None = None,
     ) -> Message:
         """Post a message as the caller over the socket (same validation and errors as `create_message`).
 
         If the connection drops before the reply, this raises `websockets.ConnectionClosed`: the message
         may or may not have been created (if it was, its `thread.message.created` event still arrives).
+        Posted with an `idempotency_key`, it is safe to post again with the same key: it is written once.
         Events read while waiting for the reply are kept for the stream's iteration.
         """
         message: dict[str, Any] = {"content": content_body(content)}
@@ -232,7 +234,10 @@ class LiveStream(Generic[E]):
         self._replies[ref] = reply
         try:
             try:
-                await self._socket.send(json.dumps({"op": "post", "ref": ref, "message": message}))
+                frame = {"op": "post", "ref": ref, "message": message}
+                if idempotency_key is not None:
+                    frame["idempotency_key"] = idempotency_key
+                await self._socket.send(json.dumps(frame))
             except websockets.ConnectionClosed:
                 pass  # the reader sees the same close and fails the reply
             await self._until(reply.done)

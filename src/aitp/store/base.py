@@ -137,6 +137,34 @@ def capability_version_from_document(document: str, created_at: int, created_by:
     return CapabilityVersionRecord(**json.loads(document), created_at=created_at, created_by=created_by)
 
 
+@dataclass
+class IdempotencyRecord:
+    """What a POST sent with an `Idempotency-Key` did, kept so a retry gets the same answer.
+
+    (scope, key) is unique: scope is the caller (its key id), so callers never share keys. `status`
+    and `body` are None while the first request runs (a reservation); `token` names that reservation,
+    so only its owner completes or releases it, even after another request took an abandoned one over.
+    Times are Unix seconds.
+    """
+
+    scope: str
+    key: str
+    fingerprint: str  # method, path and SHA-256 of the body: a reuse with another request is refused
+    token: str
+    created_at: float
+    expires_at: float
+    status: int | None = None
+    body: str | None = None  # the response body (JSON text)
+
+    @property
+    def pending(self) -> bool:
+        return self.status is None
+
+    def reclaimable(self, now: float, pending_timeout: float) -> bool:
+        """Expired, or a reservation whose request crashed without releasing it."""
+        return self.expires_at <= now or (self.pending and self.created_at <= now - pending_timeout)
+
+
 ThreadEventRenderer = Callable[[ThreadRecord, list[ActorRecord]], NewEvent]
 ActorEventRenderer = Callable[[ActorRecord, bool], NewEvent]  # (actor, newly joined)
 MessageEventRenderer = Callable[[MessageRecord], NewEvent]
@@ -155,8 +183,12 @@ class Store(abc.ABC):
     removed (so it hears of its removal) and, for a deletion, everyone who was a member.
     """
 
+    # Claims also delete expired idempotency records, at most once per this many seconds per store.
+    IDEMPOTENCY_PURGE_INTERVAL = 3600.0
+
     def __init__(self) -> None:
         self._commit_listeners: list[CommitListener] = []
+        self._idempotency_purge_due = float("-inf")
 
     def add_commit_listener(self, listener: CommitListener) -> None:
         """Call `listener(thread_id)` after every committed write that appended events to that thread."""
@@ -215,6 +247,12 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def list_actors(self, thread_id: str) -> list[ActorRecord]:
         """A thread's actors in the order they joined."""
+
+    async def get_thread_with_actors(self, thread_id: str) -> tuple[ThreadRecord, list[ActorRecord]] | None:
+        """The thread and its actors (in the order they joined), or None if no thread: what most requests
+        read first. A backend overrides this to read both in one trip to the database."""
+        thread = await self.get_thread(thread_id)
+        return None if thread is None else (thread, await self.list_actors(thread_id))
 
     @abc.abstractmethod
     async def put_actor(
@@ -322,3 +360,37 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def list_capability_versions(self) -> list[CapabilityVersionRecord]:
         """Every registered version, oldest registration first."""
+
+    # idempotency records
+
+    @abc.abstractmethod
+    async def claim_idempotency_key(
+        self, claim: IdempotencyRecord, *, pending_timeout: float
+    ) -> IdempotencyRecord | None:
+        """Reserve (claim.scope, claim.key) for a request (`claim` pending, `claim.created_at` is now).
+
+        Returns None when the reservation is the caller's, else the record holding the key. Atomic: of
+        concurrent claims of one key exactly one gets None. A held record that is expired, or still
+        pending `pending_timeout` seconds after its creation, is replaced by `claim`."""
+
+    @abc.abstractmethod
+    async def complete_idempotency_key(self, scope: str, key: str, token: str, status: int, body: str) -> bool:
+        """Store the response of the reservation `token`; False if that reservation is gone."""
+
+    @abc.abstractmethod
+    async def release_idempotency_key(self, scope: str, key: str, token: str) -> bool:
+        """Drop the pending reservation `token` (its request failed), so a retry runs again."""
+
+    @abc.abstractmethod
+    async def purge_idempotency_keys(self, now: float) -> int:
+        """Delete records expired at `now`; returns how many."""
+
+    def _idempotency_purge_is_due(self, now: float) -> bool:
+        """True at most once per `IDEMPOTENCY_PURGE_INTERVAL`: time for a claim to purge expired records.
+
+        Purging never changes an answer (a claim treats an expired record as absent); it keeps the
+        table small on backends without a TTL monitor."""
+        if now < self._idempotency_purge_due:
+            return False
+        self._idempotency_purge_due = now + self.IDEMPOTENCY_PURGE_INTERVAL
+        return True

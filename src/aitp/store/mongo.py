@@ -8,8 +8,10 @@ writers of one thread, and `with_transaction` retries the losers of a write conf
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -26,6 +28,7 @@ from aitp.store.base import (
     CapabilityVersionRecord,
     DuplicateRef,
     EventRecord,
+    IdempotencyRecord,
     KeyRecord,
     MembershipFollowUp,
     MessageEventRenderer,
@@ -134,6 +137,43 @@ def _capability_version(doc: dict[str, Any]) -> CapabilityVersionRecord:
     return capability_version_from_document(doc["document"], doc["created_at"], doc["created_by"])
 
 
+def _idempotency_id(scope: str, key: str) -> str:
+    return f"{scope} {key}"  # a scope (key id or "admin") has no space, so the pair is unambiguous
+
+
+def _idempotency_doc(record: IdempotencyRecord) -> dict[str, Any]:
+    # Dates, not numbers: a TTL index only expires documents by a BSON date.
+    return {
+        "scope": record.scope,
+        "key": record.key,
+        "fingerprint": record.fingerprint,
+        "token": record.token,
+        "created_at": datetime.fromtimestamp(record.created_at, UTC),
+        "expires_at": datetime.fromtimestamp(record.expires_at, UTC),
+        "status": record.status,
+        "body": record.body,
+    }
+
+
+def _seconds(value: Any) -> float:
+    if value.tzinfo is None:  # a client without tz_aware: BSON dates are UTC
+        value = value.replace(tzinfo=UTC)
+    return float(value.timestamp())
+
+
+def _idempotency(doc: dict[str, Any]) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        scope=doc["scope"],
+        key=doc["key"],
+        fingerprint=doc["fingerprint"],
+        token=doc["token"],
+        created_at=_seconds(doc["created_at"]),
+        expires_at=_seconds(doc["expires_at"]),
+        status=doc.get("status"),
+        body=doc.get("body"),
+    )
+
+
 log = logging.getLogger(__name__)
 
 
@@ -176,6 +216,7 @@ class MongoStore(Store):
             "capability_refs",
             "api_keys",
             "capability_versions",
+            "idempotency_keys",
         ):
             if name not in existing:
                 try:
@@ -190,6 +231,9 @@ class MongoStore(Store):
         await db.events.create_index([("audience", ASCENDING), ("gid", ASCENDING)])
         await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
         await db.capability_refs.create_index([("message_id", ASCENDING)])
+        # MongoDB deletes each record once its own `expires_at` has passed (so changing the retention
+        # needs no index rebuild); `purge_idempotency_keys` does the same for servers without a TTL monitor.
+        await db.idempotency_keys.create_index([("expires_at", ASCENDING)], expireAfterSeconds=0)
 
     async def close(self) -> None:
         if self._client is not None:
@@ -389,6 +433,11 @@ class MongoStore(Store):
 
     async def list_actors(self, thread_id: str) -> list[ActorRecord]:
         return await self._actors(thread_id)
+
+    async def get_thread_with_actors(self, thread_id: str) -> tuple[ThreadRecord, list[ActorRecord]] | None:
+        # Both reads at once: one round trip's latency instead of two (the actors are dropped if no thread).
+        doc, actors = await asyncio.gather(self._live_thread(thread_id), self._actors(thread_id))
+        return None if doc is None else (_thread(doc), actors)
 
     async def put_actor(
         self, actor: ActorRecord, render: ActorEventRenderer, follow_up: MembershipFollowUp | None = None
@@ -620,3 +669,48 @@ class MongoStore(Store):
     async def list_capability_versions(self) -> list[CapabilityVersionRecord]:
         cursor = self._db.capability_versions.find({}).sort([("created_at", ASCENDING), ("_id", ASCENDING)])
         return [_capability_version(d) async for d in cursor]
+
+    # idempotency records
+
+    async def claim_idempotency_key(
+        self, claim: IdempotencyRecord, *, pending_timeout: float
+    ) -> IdempotencyRecord | None:
+        # Single-document atomic writes, no transaction: the unique _id decides who inserts first, and a
+        # takeover replaces only the exact reservation it saw (by token), so two takeovers cannot both win.
+        if self._idempotency_purge_is_due(claim.created_at):
+            await self.purge_idempotency_keys(claim.created_at)  # the TTL monitor's job, where there is none
+        records = self._db.idempotency_keys
+        key = _idempotency_id(claim.scope, claim.key)
+        document = _idempotency_doc(claim)
+        while True:  # each pass that fails saw another claim win, whose fresh record the next pass returns
+            try:
+                await records.insert_one({"_id": key, **document})
+                return None
+            except DuplicateKeyError:
+                pass
+            found = await records.find_one({"_id": key})
+            if found is None:
+                continue  # released or purged meanwhile
+            held = _idempotency(found)
+            if not held.reclaimable(claim.created_at, pending_timeout):
+                return held
+            replaced = await records.replace_one({"_id": key, "token": held.token}, document)
+            if replaced.modified_count:
+                return None
+
+    async def complete_idempotency_key(self, scope: str, key: str, token: str, status: int, body: str) -> bool:
+        result = await self._db.idempotency_keys.update_one(
+            {"_id": _idempotency_id(scope, key), "token": token, "status": None},
+            {"$set": {"status": status, "body": body}},
+        )
+        return result.modified_count > 0
+
+    async def release_idempotency_key(self, scope: str, key: str, token: str) -> bool:
+        result = await self._db.idempotency_keys.delete_one(
+            {"_id": _idempotency_id(scope, key), "token": token, "status": None}
+        )
+        return result.deleted_count > 0
+
+    async def purge_idempotency_keys(self, now: float) -> int:
+        result = await self._db.idempotency_keys.delete_many({"expires_at": {"$lte": datetime.fromtimestamp(now, UTC)}})
+        return result.deleted_count

@@ -24,6 +24,7 @@ from aitp.store.base import (
     CapabilityVersionRecord,
     DuplicateRef,
     EventRecord,
+    IdempotencyRecord,
     KeyRecord,
     MembershipFollowUp,
     MessageEventRenderer,
@@ -115,6 +116,18 @@ CREATE TABLE IF NOT EXISTS capability_versions (
     created_by TEXT NOT NULL,
     UNIQUE (id, version)
 );
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    scope TEXT NOT NULL,
+    key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    token TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    status INTEGER,
+    body TEXT,
+    PRIMARY KEY (scope, key)
+);
+CREATE INDEX IF NOT EXISTS idempotency_keys_by_expiry ON idempotency_keys (expires_at);
 """
 
 
@@ -176,6 +189,19 @@ def _event(row: sqlite3.Row) -> EventRecord:
 
 def _capability_version(row: sqlite3.Row) -> CapabilityVersionRecord:
     return capability_version_from_document(row["document"], row["created_at"], row["created_by"])
+
+
+def _idempotency(row: sqlite3.Row) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        scope=row["scope"],
+        key=row["key"],
+        fingerprint=row["fingerprint"],
+        token=row["token"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        status=row["status"],
+        body=row["body"],
+    )
 
 
 def _key(row: sqlite3.Row) -> KeyRecord:
@@ -466,6 +492,15 @@ class SQLiteStore(Store):
     async def list_actors(self, thread_id: str) -> list[ActorRecord]:
         return await self._run(self._actors, self._conn, thread_id)
 
+    async def get_thread_with_actors(self, thread_id: str) -> tuple[ThreadRecord, list[ActorRecord]] | None:
+        def op() -> tuple[ThreadRecord, list[ActorRecord]] | None:
+            conn = self._conn
+            assert conn is not None
+            row = self._live_thread(conn, thread_id)
+            return None if row is None else (_thread(row), self._actors(conn, thread_id))
+
+        return await self._run(op)  # one hop to the store thread, not two
+
     async def put_actor(
         self, actor: ActorRecord, render: ActorEventRenderer, follow_up: MembershipFollowUp | None = None
     ) -> tuple[ActorRecord, EventRecord] | None:
@@ -722,3 +757,60 @@ class SQLiteStore(Store):
             return [_capability_version(r) for r in rows]
 
         return await self._run(op)
+
+    # idempotency records
+
+    async def claim_idempotency_key(
+        self, claim: IdempotencyRecord, *, pending_timeout: float
+    ) -> IdempotencyRecord | None:
+        def op(conn: sqlite3.Connection) -> IdempotencyRecord | None:
+            # BEGIN IMMEDIATE serialises claims, across processes too: read, then insert or take over.
+            if self._idempotency_purge_is_due(claim.created_at):
+                conn.execute("DELETE FROM idempotency_keys WHERE expires_at <= ?", (claim.created_at,))
+            row = conn.execute(
+                "SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?", (claim.scope, claim.key)
+            ).fetchone()
+            if row is not None:
+                held = _idempotency(row)
+                if not held.reclaimable(claim.created_at, pending_timeout):
+                    return held
+            conn.execute(
+                "INSERT OR REPLACE INTO idempotency_keys"
+                " (scope, key, fingerprint, token, created_at, expires_at, status, body)"
+                " VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)",
+                (claim.scope, claim.key, claim.fingerprint, claim.token, claim.created_at, claim.expires_at),
+            )
+            return None
+
+        return await self._run(self._write, op)
+
+    async def complete_idempotency_key(self, scope: str, key: str, token: str, status: int, body: str) -> bool:
+        def op(conn: sqlite3.Connection) -> bool:
+            return (
+                conn.execute(
+                    "UPDATE idempotency_keys SET status = ?, body = ?"
+                    " WHERE scope = ? AND key = ? AND token = ? AND status IS NULL",
+                    (status, body, scope, key, token),
+                ).rowcount
+                > 0
+            )
+
+        return await self._run(self._write, op)
+
+    async def release_idempotency_key(self, scope: str, key: str, token: str) -> bool:
+        def op(conn: sqlite3.Connection) -> bool:
+            return (
+                conn.execute(
+                    "DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND token = ? AND status IS NULL",
+                    (scope, key, token),
+                ).rowcount
+                > 0
+            )
+
+        return await self._run(self._write, op)
+
+    async def purge_idempotency_keys(self, now: float) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            return conn.execute("DELETE FROM idempotency_keys WHERE expires_at <= ?", (now,)).rowcount
+
+        return await self._run(self._write, op)

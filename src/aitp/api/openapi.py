@@ -1,0 +1,61 @@
+"""The OpenAPI document as the service really answers.
+
+FastAPI documents a 422 with its own `{"detail": [...]}` body on every route that takes input. This
+service answers invalid input with 400 and the error envelope instead (`aitp.api.errors`), and lists a
+422, with the envelope, only on routes that can give one; so the stock entry is removed. The
+`Idempotency-Key` header, read by a middleware rather than by the routes, is declared on every POST.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+
+STOCK_SCHEMAS = ("HTTPValidationError", "ValidationError")
+_STOCK_REF = "#/components/schemas/HTTPValidationError"
+
+
+def install(app: FastAPI) -> None:
+    """Serve (and cache) the document without FastAPI's stock validation-error responses."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = build()  # `build` caches the document it returns
+            drop_stock_validation_errors(document)
+            declare_idempotency_key(document)
+        assert app.openapi_schema is not None
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def drop_stock_validation_errors(document: dict[str, Any]) -> None:
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.get("responses", {})
+            schema = responses.get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            if schema.get("$ref") == _STOCK_REF:
+                del responses["422"]
+    schemas = document.get("components", {}).get("schemas", {})
+    for name in STOCK_SCHEMAS:
+        schemas.pop(name, None)
+
+
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "Makes the POST safe to retry: a retry with the same key and body returns the first "
+    "response (header `Idempotent-Replayed: true`) without writing again; the same key with another body "
+    "is 422 `idempotency_key_reused`. Keys are kept per caller for AITP_IDEMPOTENCY_TTL_HOURS.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
+}
+
+
+def declare_idempotency_key(document: dict[str, Any]) -> None:
+    for path, operations in document.get("paths", {}).items():
+        operation = operations.get("post")
+        if operation is not None and path.startswith("/v1/"):
+            operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)

@@ -130,6 +130,23 @@ async def api(store: Store) -> AsyncIterator[API]:
 
 
 @pytest.fixture
+def serve_backend(backend: Backend, tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
+    """Start real `aitp serve` processes on the test's backend, admin key `ADMIN_KEY`; env vars as keywords."""
+    started: list[ServerProcess] = []
+
+    def start(**env: str) -> ServerProcess:
+        log = tmp_path / f"serve-{len(started)}.log"
+        started.append(start_server(backend.url, log, {"AITP_ADMIN_KEY": ADMIN_KEY, **env}))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for process in started:
+            process.stop()
+
+
+@pytest.fixture
 def live_server(tmp_path: Path) -> Iterator[ServerProcess]:
     """A real server on the embedded store with a known admin key (`ADMIN_KEY`)."""
     server = start_server(f"sqlite:///{tmp_path / 'live.db'}", tmp_path / "serve.log", {"AITP_ADMIN_KEY": ADMIN_KEY})

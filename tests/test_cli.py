@@ -6,12 +6,14 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from aitp.principals import PRINCIPAL_TTL
 from aitp.testing import ServerProcess, start_server
 from tests.conftest import ADMIN_KEY
 
@@ -138,7 +140,8 @@ def test_keys_list_shows_keys_without_their_secrets(store_url: str) -> None:
 
 
 def test_keys_revoke_makes_the_key_unauthorized(server: ServerProcess, store_url: str) -> None:
-    """After `aitp keys revoke <id>` the running server answers 401 to that key."""
+    """After `aitp keys revoke <id>` the running server answers 401 to that key: within
+    `PRINCIPAL_TTL` (1 s), as it remembers authenticated keys that long (the deadline here is generous)."""
     key = aitp("keys", "--store", store_url, "create", "--actor", "shop.near").stdout.strip()
     assert httpx.get(f"{server.base_url}/v1/threads", headers=bearer(key)).status_code == 200
     (line,) = aitp("keys", "--store", store_url, "list").stdout.splitlines()
@@ -148,7 +151,10 @@ def test_keys_revoke_makes_the_key_unauthorized(server: ServerProcess, store_url
     assert revoked.returncode == 0, revoked.stderr
     assert revoked.stdout.strip() == f"revoked {key_id}"
 
-    response = httpx.get(f"{server.base_url}/v1/threads", headers=bearer(key))
+    deadline = time.monotonic() + PRINCIPAL_TTL + 10
+    while (response := httpx.get(f"{server.base_url}/v1/threads", headers=bearer(key))).status_code == 200:
+        assert time.monotonic() < deadline, "the revoked key is still accepted"
+        time.sleep(0.1)
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "invalid_api_key"
     assert aitp("keys", "--store", store_url, "list").stdout == ""

@@ -10,7 +10,10 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from aitp import __version__
-from aitp.api import actors, capabilities, errors, events, keys, messages, threads
+from aitp.api import actors, capabilities, errors, events, fetch, keys, messages, openapi, threads
+from aitp.api.body_limit import BodyLimitMiddleware
+from aitp.api.idempotency import IdempotencyMiddleware
+from aitp.api.web import WebMount
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.config import Settings
 from aitp.events.hub import Hub
@@ -55,7 +58,12 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     )
     app.state.runtime = runtime
     errors.install(app)
-    for module in (threads, messages, actors, capabilities, events, keys):
+    openapi.install(app)
+    # Middleware added later wraps this one (the last added is the outermost): a body-size limit must
+    # be added after it, so bodies are limited before they are buffered here.
+    app.add_middleware(IdempotencyMiddleware, runtime=runtime)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=lambda: runtime.settings.max_body_bytes)
+    for module in (threads, messages, actors, capabilities, events, keys, fetch):
         app.include_router(module.router, prefix="/v1")
 
     @app.get("/health", tags=["health"], summary="Liveness (no key needed)")
@@ -64,7 +72,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
 
     # the chat UI: plain ES modules and CSS, no build step; mounted last so API routes win
     web = Path(settings.web_dir) if settings.web_dir else web_directory()
-    app.mount("/", StaticFiles(directory=web, html=True, check_dir=False), name="web")
+    app.router.routes.append(WebMount("/", StaticFiles(directory=web, html=True, check_dir=False), name="web"))
     return app
 
 

@@ -10,9 +10,13 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from aitp.errors import Unauthenticated
 from aitp.store.base import Store
+
+if TYPE_CHECKING:
+    from aitp.principals import PrincipalCache
 
 KEY_PREFIX = "aitp_"
 ADMIN_ACTOR = "admin"
@@ -50,11 +54,21 @@ def bearer_token(authorization: str | None) -> str:
     return token.strip()
 
 
-async def authenticate(store: Store, token: str, env_admin_key: str | None) -> Principal:
-    """Resolve a bearer token to its principal, or raise 401."""
+async def authenticate(
+    store: Store, token: str, env_admin_key: str | None, cache: PrincipalCache | None = None
+) -> Principal:
+    """Resolve a bearer token to its principal (through `cache` when given), or raise 401."""
     if env_admin_key is not None and hmac.compare_digest(token.encode(), env_admin_key.encode()):
         return Principal(actor=ADMIN_ACTOR, admin=True, key_id=None)
-    record = await store.find_key(hash_key(token))
-    if record is None:
+    key_hash = hash_key(token)
+
+    async def load() -> Principal | None:
+        record = await store.find_key(key_hash)
+        if record is None:
+            return None
+        return Principal(actor=record.actor, admin=record.admin, key_id=record.id, scopes=frozenset(record.scopes))
+
+    principal = await (load() if cache is None else cache.get(key_hash, load))
+    if principal is None:
         raise Unauthenticated("Incorrect API key provided.")
-    return Principal(actor=record.actor, admin=record.admin, key_id=record.id, scopes=frozenset(record.scopes))
+    return principal

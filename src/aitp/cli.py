@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -14,6 +16,12 @@ from aitp.config import Settings
 from aitp.store import Store, open_store
 
 T = TypeVar("T")
+
+# Young collections every 700 allocations (CPython's default) catch the objects in flight while an event
+# goes out to a thousand subscribers and promote them to the old generation, which then fills up and is
+# collected in full (every object of every connection: 100+ ms pauses). Rarer young collections let
+# those objects die young; what is truly cyclic garbage is still collected, a little later.
+GC_THRESHOLDS = tuple(int(x) for x in os.environ.get("AITP_GC_THRESHOLDS", "50000,20,100").split(","))
 
 
 def _with_store(settings: Settings, fn: Callable[[Store], Awaitable[T]]) -> T:
@@ -53,15 +61,32 @@ def serve(settings: Settings) -> None:
         )
     else:
         print(f"aitp: API at {base}/v1, docs at {base}/docs, web UI at {base}/", flush=True)
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level="info",
+    app = create_app(settings)
+    # What start-up built (modules, routes, compiled validators) lives as long as the process: moved out of
+    # the cyclic GC's reach, it no longer lengthens every full collection (pauses seen by live subscribers).
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+    uvicorn.run(app, **uvicorn_options(settings))
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """How `aitp serve` runs uvicorn (the ingest benchmark serves its baseline with the same options)."""
+    return {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": "info",
+        # HTTP keep-alive: uvicorn's 5 s default let idle connections close while a client (200 of them
+        # in a load test) was sending its next request on them: "connection closed without response"
+        "timeout_keep_alive": 30,
         # WebSocket keep-alive: uvicorn pings every peer and drops one that stops answering
-        ws_ping_interval=settings.keepalive_seconds,
-        ws_ping_timeout=settings.keepalive_seconds,
-    )
+        "ws_ping_interval": settings.keepalive_seconds,
+        "ws_ping_timeout": settings.keepalive_seconds,
+        # a WebSocket frame (a post over the socket) is limited like a request body; bigger ones close with 1009
+        "ws_max_size": settings.max_body_bytes if settings.max_body_bytes > 0 else 16 * 1024 * 1024,
+        # off by default: per connection it costs ~35 KiB and a deflate of every event sent (bench/fanout.py)
+        "ws_per_message_deflate": settings.ws_compression,
+    }
 
 
 def _print_key(key: dict[str, Any]) -> None:

@@ -22,6 +22,26 @@ class Settings:
     stream_buffer: int = 1024  # events buffered per live subscriber before it is closed as too slow
     keepalive_seconds: float = 15.0  # SSE comment / WebSocket ping interval
     poll_interval: float = 0.1  # seconds between reads of the shared event log while idle (other instances)
+    ws_compression: bool = False  # permessage-deflate: ~35 KiB more per WebSocket and CPU per frame sent
+    # input limits (aitp.limits, aitp.api.body_limit): refused with 4xx before any expensive work
+    max_body_bytes: int = 1 << 20  # request body, and a WebSocket frame
+    max_content_parts: int = 32  # content parts per message
+    max_part_chars: int = 256_000  # characters per content part (OpenAI: 256,000 per message)
+    max_actors: int = 64  # actors per thread
+    max_thread_messages: int = 32  # messages sent with a new thread
+    max_capabilities: int = 32  # capability declarations per actor
+    max_schema_bytes: int = 256 << 10  # a registered schema, as compact JSON
+    max_schema_depth: int = 32  # nesting of a registered schema
+    max_json_depth: int = 32  # nesting of capability messages and other free-form JSON fields
+    # per key, in-process (each instance counts its own): requests per second (0: no limit), burst
+    rate_limit: float = 50.0
+    rate_burst: int = 100
+    max_streams_per_key: int = 64  # open WebSocket + SSE streams per key (0: no limit)
+    idempotency_ttl_hours: float = 24.0  # how long an Idempotency-Key's response is kept (at least 24)
+    # GET /v1/fetch (json_url forms): URL prefixes it may load (empty: none), size and time limits
+    fetch_allow: tuple[str, ...] = ()
+    fetch_max_bytes: int = 256 << 10
+    fetch_timeout: float = 5.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -37,6 +57,23 @@ class Settings:
             stream_buffer=int(env.get("AITP_STREAM_BUFFER") or cls.stream_buffer),
             keepalive_seconds=float(env.get("AITP_KEEPALIVE_SECONDS") or cls.keepalive_seconds),
             poll_interval=float(env.get("AITP_POLL_INTERVAL") or cls.poll_interval),
+            ws_compression=(env.get("AITP_WS_COMPRESSION") or "0").lower() in ("1", "true", "yes", "on"),
+            max_body_bytes=int(env.get("AITP_MAX_BODY_BYTES") or cls.max_body_bytes),
+            max_content_parts=int(env.get("AITP_MAX_CONTENT_PARTS") or cls.max_content_parts),
+            max_part_chars=int(env.get("AITP_MAX_PART_CHARS") or cls.max_part_chars),
+            max_actors=int(env.get("AITP_MAX_ACTORS") or cls.max_actors),
+            max_thread_messages=int(env.get("AITP_MAX_THREAD_MESSAGES") or cls.max_thread_messages),
+            max_capabilities=int(env.get("AITP_MAX_CAPABILITIES") or cls.max_capabilities),
+            max_schema_bytes=int(env.get("AITP_MAX_SCHEMA_BYTES") or cls.max_schema_bytes),
+            max_schema_depth=int(env.get("AITP_MAX_SCHEMA_DEPTH") or cls.max_schema_depth),
+            max_json_depth=int(env.get("AITP_MAX_JSON_DEPTH") or cls.max_json_depth),
+            rate_limit=float(env.get("AITP_RATE_LIMIT") or cls.rate_limit),
+            rate_burst=int(env.get("AITP_RATE_BURST") or cls.rate_burst),
+            max_streams_per_key=int(env.get("AITP_MAX_STREAMS_PER_KEY") or cls.max_streams_per_key),
+            idempotency_ttl_hours=_idempotency_ttl(env.get("AITP_IDEMPOTENCY_TTL_HOURS") or cls.idempotency_ttl_hours),
+            fetch_allow=tuple(p.strip() for p in (env.get("AITP_FETCH_ALLOW") or "").split(",") if p.strip()),
+            fetch_max_bytes=int(env.get("AITP_FETCH_MAX_BYTES") or cls.fetch_max_bytes),
+            fetch_timeout=float(env.get("AITP_FETCH_TIMEOUT") or cls.fetch_timeout),
         )
 
     def with_overrides(self, **changes: Any) -> Settings:
@@ -48,3 +85,10 @@ def _unknown_policy(value: str) -> Literal["reject", "accept"]:
     if value not in ("reject", "accept"):
         raise ValueError(f"AITP_UNKNOWN_CAPABILITIES must be 'reject' or 'accept', not {value!r}")
     return "accept" if value == "accept" else "reject"
+
+
+def _idempotency_ttl(value: str | float) -> float:
+    hours = float(value)
+    if not hours >= 24:  # retries a day later must still be safe (and NaN is refused too)
+        raise ValueError(f"AITP_IDEMPOTENCY_TTL_HOURS must be at least 24, not {value!r}")
+    return hours

@@ -12,6 +12,7 @@ class APIError(Exception):
     status_code: int = 400
     type: str = "invalid_request_error"
     default_code: str | None = None
+    headers: dict[str, str] | None = None  # extra response headers, e.g. Retry-After
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
@@ -58,6 +59,22 @@ class PayloadTooLarge(APIError):
 class Unprocessable(APIError):
     status_code = 422
     default_code = "unprocessable"
+
+
+class RateLimited(APIError):
+    """429: too many requests (or open streams) for one key; `Retry-After` says when to try again."""
+
+    status_code = 429
+    type = "rate_limit_error"
+    default_code = "rate_limit_exceeded"
+
+    def __init__(
+        self, message: str, *, retry_after: int | None = None, param: str | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message, param=param, code=code)
+        self.retry_after = retry_after
+        if retry_after is not None:
+            self.headers = {"Retry-After": str(retry_after)}
 
 
 SCALAR_TAGS = {"str", "int", "float", "bool", "dict", "list", "none"}

@@ -127,11 +127,12 @@ def capability(info: CapabilityInfo) -> dict[str, Any]:
     }
 
 
-def identity(principal: Principal) -> dict[str, Any]:
+def identity(principal: Principal, inbox_cursor: int) -> dict[str, Any]:
     return {
         "object": "actor.identity",
         "id": principal.actor,
         "admin": principal.admin,
         "key_id": principal.key_id,
         "scopes": sorted(principal.scopes),
+        "inbox_cursor": inbox_cursor,
     }

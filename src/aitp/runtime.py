@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aitp.capabilities.registry import Registry
 from aitp.config import Settings
 from aitp.events.hub import Hub
+from aitp.principals import PrincipalCache
+from aitp.services.connections import StreamSlots
+from aitp.services.rate_limit import RateLimiter
 from aitp.store.base import Store
 
 
@@ -18,6 +21,9 @@ class Runtime:
     settings: Settings
     hub: Hub
     registry_synced_at: float = float("-inf")  # time.monotonic() of the last registry sync with the store
+    rate_limiter: RateLimiter = field(default_factory=RateLimiter)  # requests per key (this process)
+    stream_slots: StreamSlots = field(default_factory=StreamSlots)  # open live streams per key (this process)
+    principals: PrincipalCache = field(default_factory=PrincipalCache)  # authenticated keys (this process)
 
 
 def now() -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +24,9 @@ from tests.support.live import RawWebSocket, sse_frames, ws_connect, ws_events
 
 
 @pytest.fixture
-def server(backend: Backend, tmp_path: Path) -> Iterator[ServerProcess]:
-    process = start_server(
-        backend.url, tmp_path / "serve.log", {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_KEEPALIVE_SECONDS": "1"}
-    )
-    try:
-        yield process
-    finally:
-        process.stop()
+def server(serve_backend: Callable[..., ServerProcess]) -> ServerProcess:
+    # these tests post hundreds of messages per key as fast as they can: no rate limit
+    return serve_backend(AITP_KEEPALIVE_SECONDS="1", AITP_RATE_LIMIT="0")
 
 
 class Live:
@@ -301,7 +296,8 @@ async def test_the_inbox_follows_every_thread_of_the_actor_and_resumes_by_cursor
 async def test_a_slow_consumer_is_closed_with_its_cursor_and_resumes_without_a_gap(
     backend: Backend, tmp_path: Path
 ) -> None:
-    process = start_server(backend.url, tmp_path / "slow.log", {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_STREAM_BUFFER": "4"})
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_STREAM_BUFFER": "4", "AITP_RATE_LIMIT": "0"}
+    process = start_server(backend.url, tmp_path / "slow.log", env)
     live = Live(process)
     try:
         alice = await live.actor("alice")

@@ -158,7 +158,7 @@ async def test_list_parameters_are_checked(api: API) -> None:
         assert response.json()["error"]["param"] == param
     # A cursor must be a message of this thread.
     response = await root.get(f"/threads/{thread_id}/messages", params={"after": foreign})
-    assert response.status_code == 404
+    assert response.status_code == 400
     assert response.json()["error"]["param"] == "after"
 
 

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,8 +28,8 @@ from fastapi import FastAPI
 
 from aitp.app import create_app
 from aitp.config import Settings
-from aitp.testing import ServerProcess, start_server
-from tests.conftest import ADMIN_KEY, Backend
+from aitp.testing import ServerProcess
+from tests.conftest import ADMIN_KEY
 from tests.support.live import sse_frames, ws_connect
 
 
@@ -96,12 +95,8 @@ def test_the_route_table_is_the_whole_api() -> None:
 
 
 @pytest.fixture
-def server(backend: Backend, tmp_path: Path) -> Iterator[ServerProcess]:
-    process = start_server(backend.url, tmp_path / "serve.log", {"AITP_ADMIN_KEY": ADMIN_KEY})
-    try:
-        yield process
-    finally:
-        process.stop()
+def server(serve_backend: Callable[..., ServerProcess]) -> ServerProcess:
+    return serve_backend()
 
 
 class Actors:

@@ -148,7 +148,8 @@ async def test_a_slow_consumer_is_resumed_after_a_4008_close(
     store_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="aitp.client")
-    server = start_server(store_url, tmp_path / "slow.log", {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_STREAM_BUFFER": "4"})
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_STREAM_BUFFER": "4", "AITP_RATE_LIMIT": "0"}  # 400 posts at full speed
+    server = start_server(store_url, tmp_path / "slow.log", env)
     try:
         async with AsyncExitStack() as stack:
             alice = await Clients(server.base_url, stack).actor("alice")

@@ -1147,3 +1147,17 @@ async def test_deleting_a_message_or_thread_drops_its_refs(store: Store) -> None
     await store.append_message(again, message_created(again), [ref_rec(thread.id, "decision", "r1", again)])
     await store.delete_thread(thread.id, ev("thread.deleted"))
     assert await store.get_ref(thread.id, "decision", "r1") is None
+
+
+async def test_a_thread_is_read_with_its_actors_in_one_call(store: Store) -> None:
+    """`get_thread_with_actors`: what `get_thread` and `list_actors` answer, together; None without a thread."""
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ("hi",))
+    await store.put_actor(actor_rec(thread.id, "carol", client_id="web"), Renderer("thread.actor.joined"))
+    await store.remove_actor(thread.id, "bob", ev("thread.actor.left"))
+    found = await store.get_thread_with_actors(thread.id)
+    assert found == (await store.get_thread(thread.id), await store.list_actors(thread.id))
+    assert found is not None and [a.id for a in found[1]] == ["alice", "carol"]
+    assert found[0].last_seq == 4
+    assert await store.get_thread_with_actors("thread_missing") is None
+    await store.delete_thread(thread.id, ev("thread.deleted"))
+    assert await store.get_thread_with_actors(thread.id) is None

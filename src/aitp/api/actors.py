@@ -6,29 +6,47 @@ from fastapi import APIRouter
 
 from aitp import render
 from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.errors import ERROR_RESPONSES
+from aitp.api.errors import BODY, KEYED, error_responses
+from aitp.api.json_body import StrictJSONRoute
 from aitp.api.responses import FastJSONResponse
 from aitp.models import Actor, ActorInput, ActorList, DeletedObject, Identity
 from aitp.services import actors
 
-router = APIRouter(tags=["actors"], responses=ERROR_RESPONSES)
+router = APIRouter(tags=["actors"], route_class=StrictJSONRoute)
 
 
-@router.get("/actors/me", response_model=Identity, summary="Who the calling key acts as")
-async def who_am_i(principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(render.identity(principal))
+@router.get(
+    "/actors/me", responses=error_responses(*KEYED), response_model=Identity, summary="Who the calling key acts as"
+)
+async def who_am_i(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(render.identity(principal, await rt.store.last_event_gid()))
 
 
-@router.get("/threads/{thread_id}/actors", response_model=ActorList, summary="List a thread's actors")
+@router.get(
+    "/threads/{thread_id}/actors",
+    responses=error_responses(*KEYED, 404),
+    response_model=ActorList,
+    summary="List a thread's actors",
+)
 async def list_actors(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(await actors.list_actors(rt, principal, thread_id))
 
 
-@router.post("/threads/{thread_id}/actors", response_model=Actor, summary="Add an actor or update its capabilities")
+@router.post(
+    "/threads/{thread_id}/actors",
+    responses=error_responses(*KEYED, *BODY, 403, 404),
+    response_model=Actor,
+    summary="Add an actor or update its capabilities",
+)
 async def put_actor(thread_id: str, body: ActorInput, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(await actors.put_actor(rt, principal, thread_id, body))
 
 
-@router.delete("/threads/{thread_id}/actors/{actor_id:path}", response_model=DeletedObject, summary="Remove an actor")
+@router.delete(
+    "/threads/{thread_id}/actors/{actor_id:path}",
+    responses=error_responses(*KEYED, 403, 404),
+    response_model=DeletedObject,
+    summary="Remove an actor",
+)
 async def remove_actor(thread_id: str, actor_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(await actors.remove_actor(rt, principal, thread_id, actor_id))

@@ -7,15 +7,21 @@ from typing import Any
 from fastapi import APIRouter
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.errors import ERROR_RESPONSES
+from aitp.api.errors import BODY, KEYED, error_responses
+from aitp.api.json_body import StrictJSONRoute
 from aitp.api.responses import FastJSONResponse
 from aitp.models import Capability, CapabilityList, RegisterCapabilityRequest, ThreadCapabilities
 from aitp.services import capabilities, registration
 
-router = APIRouter(tags=["capabilities"], responses=ERROR_RESPONSES)
+router = APIRouter(tags=["capabilities"], route_class=StrictJSONRoute)
 
 
-@router.get("/capabilities", response_model=CapabilityList, summary="List registered capabilities")
+@router.get(
+    "/capabilities",
+    responses=error_responses(*KEYED),
+    response_model=CapabilityList,
+    summary="List registered capabilities",
+)
 async def list_capabilities(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(capabilities.list_capabilities(rt))
 
@@ -25,7 +31,10 @@ async def list_capabilities(rt: RuntimeDep, principal: PrincipalDep) -> FastJSON
     response_model=Capability,
     status_code=201,
     summary="Register a capability or a new version of one (admin, or the `capabilities:write` scope)",
-    responses={200: {"model": Capability, "description": "Already registered with identical content"}},
+    responses={
+        200: {"model": Capability, "description": "Already registered with identical content"},
+        **error_responses(*KEYED, *BODY, 403),
+    },
 )
 async def register_capability(
     body: RegisterCapabilityRequest, rt: RuntimeDep, principal: PrincipalDep
@@ -34,13 +43,19 @@ async def register_capability(
     return FastJSONResponse(capability, status_code=201 if created else 200)
 
 
-@router.get("/capabilities/{capability_id}", response_model=Capability, summary="Retrieve a capability")
+@router.get(
+    "/capabilities/{capability_id}",
+    responses=error_responses(*KEYED, 404),
+    response_model=Capability,
+    summary="Retrieve a capability",
+)
 async def get_capability(capability_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(await capabilities.get_capability(rt, capability_id))
 
 
 @router.get(
     "/capabilities/{capability_id}/{version}/schema.json",
+    responses=error_responses(404),
     response_model=dict[str, Any],
     summary="A capability version's schema as published (public: `$schema` URLs must resolve)",
 )
@@ -50,6 +65,7 @@ async def get_schema(capability_id: str, version: str, rt: RuntimeDep) -> FastJS
 
 @router.get(
     "/threads/{thread_id}/capabilities",
+    responses=error_responses(*KEYED, 404),
     response_model=ThreadCapabilities,
     summary="The version of each declared capability that every actor of the thread can read",
 )

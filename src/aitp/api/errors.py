@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from aitp.api.responses import FastJSONResponse
 from aitp.errors import APIError, InvalidRequest, most_specific_error, param_of
@@ -28,15 +29,39 @@ _STATUS_TYPES = {
     429: "rate_limit_error",
 }
 
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorResponse, "description": text}
-    for status, text in {
-        400: "Invalid request; `error.param` names the field.",
-        401: "Missing or wrong API key.",
-        403: "The key may not do this.",
-        404: "No such object (or not visible to this key).",
-    }.items()
+ERROR_MEANINGS: dict[int, str] = {
+    400: "Invalid request; `error.param` names the field.",
+    401: "Missing or wrong API key.",
+    403: "The key may not do this.",
+    404: "No such object (or not visible to this key).",
+    409: "Conflicts with what is stored (e.g. already answered, version already published), or the request's"
+    " `Idempotency-Key` is still in use.",
+    413: "The request body is larger than the server accepts.",
+    422: "Well-formed but refused: a capability message or schema that does not validate, or an `Idempotency-Key`"
+    " already used for another request.",
+    429: "Too many requests (or open streams) for this key; `Retry-After` says when to try again.",
 }
+_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI `responses` of these error statuses: each the error envelope, with what it means there."""
+    return {
+        status: {
+            "model": ErrorResponse,
+            "description": ERROR_MEANINGS[status],
+            **({"headers": _RETRY_AFTER} if status == 429 else {}),
+        }
+        for status in statuses
+    }
+
+
+# Every keyed route: no or a wrong key, too many requests.
+KEYED = (401, 429)
+# Every POST with a JSON body: bad JSON or fields, a body over the limit, `Idempotency-Key` refusals.
+BODY = (400, 409, 413, 422)
+# For routers that do not list each route's errors.
+ERROR_RESPONSES = error_responses(400, 401, 403, 404, 429)
 
 
 def validation_error(exc: RequestValidationError) -> InvalidRequest:
@@ -56,8 +81,18 @@ def validation_error(exc: RequestValidationError) -> InvalidRequest:
     return InvalidRequest(message, param=param, code=_CODES.get(first["type"], "invalid_value"))
 
 
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at the request's path: Starlette's 405 names only the first route's,
+    and FastAPI makes one route per method."""
+    routes = request.app.router.routes
+    return [m for m in METHODS if any(r.matches({**request.scope, "method": m})[0] == Match.FULL for r in routes)]
+
+
 def _respond(error: APIError) -> FastJSONResponse:
-    return FastJSONResponse(error.envelope(), status_code=error.status_code)
+    return FastJSONResponse(error.envelope(), status_code=error.status_code, headers=error.headers)
 
 
 def install(app: FastAPI) -> None:
@@ -77,7 +112,10 @@ def install(app: FastAPI) -> None:
         error.code = {404: "unknown_url", 405: "method_not_allowed"}.get(exc.status_code)
         if exc.status_code == 404:
             error.message = f"Unknown request URL: {request.method} {request.url.path}."
-        return FastJSONResponse(error.envelope(), status_code=exc.status_code, headers=getattr(exc, "headers", None))
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405 and (allowed := allowed_methods(request)):
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)}
+        return FastJSONResponse(error.envelope(), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> FastJSONResponse:

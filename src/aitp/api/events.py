@@ -8,17 +8,20 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, WebSocket
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.errors import ERROR_RESPONSES
+from aitp.api.errors import KEYED, error_responses
+from aitp.api.json_body import INT64_MAX
 from aitp.api.live import serve_websocket, sse_cursor, sse_response, wants_event_stream
 from aitp.api.responses import FastJSONResponse
 from aitp.models import EventList, InboxEventList
 from aitp.runtime import Runtime
 from aitp.services import events, streams
 
-router = APIRouter(tags=["events"], responses=ERROR_RESPONSES)
+router = APIRouter(tags=["events"])
 
-AfterSeq = Annotated[int, Query(ge=0, description="Return events with seq greater than this.")]
-AfterCursor = Annotated[int, Query(ge=0, description="Return inbox events with cursor greater than this.")]
+AfterSeq = Annotated[int, Query(ge=0, le=INT64_MAX, description="Return events with seq greater than this.")]
+AfterCursor = Annotated[
+    int, Query(ge=0, le=INT64_MAX, description="Return inbox events with cursor greater than this.")
+]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 Accept = Annotated[str | None, Header(include_in_schema=False)]
 LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", include_in_schema=False)]
@@ -30,7 +33,7 @@ STREAM_DOC: dict[int | str, dict[str, Any]] = {
 @router.get(
     "/threads/{thread_id}/events",
     response_model=EventList,
-    responses=STREAM_DOC,
+    responses={**STREAM_DOC, **error_responses(*KEYED, 400, 404)},
     summary="A thread's events: a page, or with `Accept: text/event-stream` a live SSE stream (resumable)",
 )
 async def thread_events(
@@ -50,7 +53,7 @@ async def thread_events(
 @router.get(
     "/actors/me/events",
     response_model=InboxEventList,
-    responses=STREAM_DOC,
+    responses={**STREAM_DOC, **error_responses(*KEYED, 400)},
     summary="Events of every thread the caller is in: a page, or with `Accept: text/event-stream` a live stream",
 )
 async def inbox_events(

@@ -5,24 +5,35 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from aitp.api.deps import AdminDep, RuntimeDep
-from aitp.api.errors import ERROR_RESPONSES
+from aitp.api.errors import BODY, KEYED, error_responses
+from aitp.api.json_body import StrictJSONRoute
 from aitp.api.responses import FastJSONResponse
 from aitp.models import ApiKeyList, CreatedApiKey, CreateKeyRequest, DeletedObject
 from aitp.services import keys
 
-router = APIRouter(tags=["keys"], responses=ERROR_RESPONSES)
+router = APIRouter(tags=["keys"], route_class=StrictJSONRoute)
 
 
-@router.post("/keys", response_model=CreatedApiKey, summary="Create an API key (the secret is shown once)")
+@router.post(
+    "/keys",
+    responses=error_responses(*KEYED, *BODY, 403),
+    response_model=CreatedApiKey,
+    summary="Create an API key (the secret is shown once)",
+)
 async def create_key(body: CreateKeyRequest, rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
     return FastJSONResponse(await keys.create_key(rt.store, body.actor, admin=body.admin, scopes=list(body.scopes)))
 
 
-@router.get("/keys", response_model=ApiKeyList, summary="List API keys")
+@router.get("/keys", responses=error_responses(*KEYED, 403), response_model=ApiKeyList, summary="List API keys")
 async def list_keys(rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
     return FastJSONResponse(await keys.list_keys(rt.store))
 
 
-@router.delete("/keys/{key_id}", response_model=DeletedObject, summary="Revoke an API key")
+@router.delete(
+    "/keys/{key_id}",
+    responses=error_responses(*KEYED, 403, 404),
+    response_model=DeletedObject,
+    summary="Revoke an API key",
+)
 async def revoke_key(key_id: str, rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
-    return FastJSONResponse(await keys.revoke_key(rt.store, key_id))
+    return FastJSONResponse(await keys.revoke_key(rt.store, key_id, rt.principals))

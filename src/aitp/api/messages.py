@@ -7,22 +7,33 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Query
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.errors import ERROR_RESPONSES
+from aitp.api.errors import BODY, KEYED, error_responses
+from aitp.api.json_body import StrictJSONRoute
 from aitp.api.responses import FastJSONResponse
 from aitp.models import CreateMessageRequest, DeletedObject, ListPage, Message, ModifyMessageRequest
 from aitp.services import messages
 
-router = APIRouter(tags=["messages"], responses=ERROR_RESPONSES)
+router = APIRouter(tags=["messages"], route_class=StrictJSONRoute)
 
 
-@router.post("/threads/{thread_id}/messages", response_model=Message, summary="Create a message")
+@router.post(
+    "/threads/{thread_id}/messages",
+    responses=error_responses(*KEYED, *BODY, 403, 404),
+    response_model=Message,
+    summary="Create a message",
+)
 async def create_message(
     thread_id: str, body: CreateMessageRequest, rt: RuntimeDep, principal: PrincipalDep
 ) -> FastJSONResponse:
     return FastJSONResponse(await messages.create_message(rt, principal, thread_id, body))
 
 
-@router.get("/threads/{thread_id}/messages", response_model=ListPage[Message], summary="List messages")
+@router.get(
+    "/threads/{thread_id}/messages",
+    responses=error_responses(*KEYED, 400, 404),
+    response_model=ListPage[Message],
+    summary="List messages",
+)
 async def list_messages(
     thread_id: str,
     rt: RuntimeDep,
@@ -37,13 +48,21 @@ async def list_messages(
     return FastJSONResponse(page)
 
 
-@router.get("/threads/{thread_id}/messages/{message_id}", response_model=Message, summary="Retrieve a message")
+@router.get(
+    "/threads/{thread_id}/messages/{message_id}",
+    responses=error_responses(*KEYED, 404),
+    response_model=Message,
+    summary="Retrieve a message",
+)
 async def get_message(thread_id: str, message_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(await messages.get_message(rt, principal, thread_id, message_id))
 
 
 @router.post(
-    "/threads/{thread_id}/messages/{message_id}", response_model=Message, summary="Modify a message's metadata"
+    "/threads/{thread_id}/messages/{message_id}",
+    responses=error_responses(*KEYED, *BODY, 403, 404),
+    response_model=Message,
+    summary="Modify a message's metadata",
 )
 async def modify_message(
     thread_id: str,
@@ -56,6 +75,11 @@ async def modify_message(
     return FastJSONResponse(result)
 
 
-@router.delete("/threads/{thread_id}/messages/{message_id}", response_model=DeletedObject, summary="Delete a message")
+@router.delete(
+    "/threads/{thread_id}/messages/{message_id}",
+    responses=error_responses(*KEYED, 403, 404),
+    response_model=DeletedObject,
+    summary="Delete a message",
+)
 async def delete_message(thread_id: str, message_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(await messages.delete_message(rt, principal, thread_id, message_id))

@@ -7,23 +7,36 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Query
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.errors import ERROR_RESPONSES
+from aitp.api.errors import BODY, KEYED, error_responses
+from aitp.api.json_body import StrictJSONRoute
 from aitp.api.responses import FastJSONResponse
 from aitp.models import CreateThreadRequest, DeletedObject, ListPage, ModifyThreadRequest, Thread
 from aitp.services import threads
 
-router = APIRouter(tags=["threads"], responses=ERROR_RESPONSES)
+router = APIRouter(tags=["threads"], route_class=StrictJSONRoute)
 
 
-@router.post("/threads", response_model=Thread, summary="Create a thread")
-@router.post("/thread", response_model=Thread, summary="Create a thread (AITP-T01 path)")
+@router.post(
+    "/threads", responses=error_responses(*KEYED, *BODY, 403, 404), response_model=Thread, summary="Create a thread"
+)
+@router.post(
+    "/thread",
+    responses=error_responses(*KEYED, *BODY, 403, 404),
+    response_model=Thread,
+    summary="Create a thread (AITP-T01 path)",
+)
 async def create_thread(
     rt: RuntimeDep, principal: PrincipalDep, body: Annotated[CreateThreadRequest | None, Body()] = None
 ) -> FastJSONResponse:
     return FastJSONResponse(await threads.create_thread(rt, principal, body or CreateThreadRequest()))
 
 
-@router.get("/threads", response_model=ListPage[Thread], summary="List the caller's threads")
+@router.get(
+    "/threads",
+    responses=error_responses(*KEYED, 400),
+    response_model=ListPage[Thread],
+    summary="List the caller's threads",
+)
 async def list_threads(
     rt: RuntimeDep,
     principal: PrincipalDep,
@@ -36,12 +49,19 @@ async def list_threads(
     return FastJSONResponse(page)
 
 
-@router.get("/threads/{thread_id}", response_model=Thread, summary="Retrieve a thread")
+@router.get(
+    "/threads/{thread_id}", responses=error_responses(*KEYED, 404), response_model=Thread, summary="Retrieve a thread"
+)
 async def get_thread(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(await threads.get_thread(rt, principal, thread_id))
 
 
-@router.post("/threads/{thread_id}", response_model=Thread, summary="Modify a thread (empty body: retrieve)")
+@router.post(
+    "/threads/{thread_id}",
+    responses=error_responses(*KEYED, *BODY, 404),
+    response_model=Thread,
+    summary="Modify a thread (empty body: retrieve)",
+)
 async def modify_thread(
     thread_id: str,
     rt: RuntimeDep,
@@ -51,6 +71,11 @@ async def modify_thread(
     return FastJSONResponse(await threads.modify_thread(rt, principal, thread_id, body or ModifyThreadRequest()))
 
 
-@router.delete("/threads/{thread_id}", response_model=DeletedObject, summary="Delete a thread")
+@router.delete(
+    "/threads/{thread_id}",
+    responses=error_responses(*KEYED, 403, 404),
+    response_model=DeletedObject,
+    summary="Delete a thread",
+)
 async def delete_thread(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(await threads.delete_thread(rt, principal, thread_id))

@@ -12,7 +12,7 @@ Scope = Literal["capabilities:write"]
 class CreateKeyRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     actor: str = Field(min_length=1, max_length=256)
-    admin: bool = False
+    admin: bool = Field(False, strict=True)  # `0` or `"yes"` are not booleans: refuse them (400)
     scopes: list[Scope] = Field(default_factory=list)
 
 
@@ -47,3 +47,5 @@ class Identity(BaseModel):
     admin: bool
     key_id: str | None  # None for the AITP_ADMIN_KEY, which is not stored
     scopes: list[str]
+    # the inbox's position now: subscribe with after=inbox_cursor for what happens from here on
+    inbox_cursor: int

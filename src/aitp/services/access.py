@@ -23,10 +23,10 @@ class ThreadView:
 
 async def readable_thread(rt: Runtime, principal: Principal, thread_id: str) -> ThreadView:
     """The thread if the principal is a member (or admin); 404 otherwise."""
-    thread = await rt.store.get_thread(thread_id)
-    if thread is None:
+    found = await rt.store.get_thread_with_actors(thread_id)
+    if found is None:
         raise thread_not_found(thread_id)
-    view = ThreadView(thread, await rt.store.list_actors(thread_id))
+    view = ThreadView(*found)
     if not principal.admin and view.member(principal.actor) is None:
         raise thread_not_found(thread_id)
     return view

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aitp import render
+from aitp import limits, render
 from aitp.auth import Principal
 from aitp.errors import NotFound, PermissionDenied, thread_not_found
 from aitp.models import ActorInput
@@ -23,7 +23,11 @@ async def list_actors(rt: Runtime, principal: Principal, thread_id: str) -> dict
 
 async def put_actor(rt: Runtime, principal: Principal, thread_id: str, body: ActorInput) -> dict[str, Any]:
     """Add an actor (any member may), or replace an actor's declaration (only itself or an admin)."""
+    limits.check_capabilities(body.capabilities, rt.settings, "capabilities")
     view = await readable_thread(rt, principal, thread_id)
+    if view.member(body.id) is None:
+        # checked against the thread as read: two concurrent joins may each take the last seat
+        limits.check_actor_count(len(view.actors) + 1, rt.settings, "id")
     if view.member(body.id) is not None and body.id != principal.actor and not principal.admin:
         raise PermissionDenied(
             f"Actor '{body.id}' is already a member; only it (or an admin) may change its capabilities.",

@@ -14,17 +14,25 @@ MAX_METADATA_VALUE = 512
 def check_metadata(metadata: dict[str, Any], param: str = "metadata") -> dict[str, str]:
     """OpenAI metadata rules: at most 16 pairs, keys <= 64 chars, string values <= 512 chars."""
     if len(metadata) > MAX_METADATA_PAIRS:
-        raise InvalidRequest(f"Metadata may hold at most {MAX_METADATA_PAIRS} pairs; got {len(metadata)}.", param=param)
+        raise InvalidRequest(
+            f"Metadata may hold at most {MAX_METADATA_PAIRS} pairs; got {len(metadata)}.",
+            param=param,
+            code="too_many_metadata_pairs",
+        )
     for key, value in metadata.items():
         if not key or len(key) > MAX_METADATA_KEY:
             raise InvalidRequest(
-                f"Metadata keys must be 1 to {MAX_METADATA_KEY} characters.", param=f"{param}.{key[:64]}"
+                f"Metadata keys must be 1 to {MAX_METADATA_KEY} characters.",
+                param=f"{param}.{key[:64]}",
+                code="string_too_long" if key else "invalid_value",
             )
         if not isinstance(value, str):
-            raise InvalidRequest("Metadata values must be strings.", param=f"{param}.{key}")
+            raise InvalidRequest("Metadata values must be strings.", param=f"{param}.{key}", code="invalid_value")
         if len(value) > MAX_METADATA_VALUE:
             raise InvalidRequest(
-                f"Metadata values may be at most {MAX_METADATA_VALUE} characters.", param=f"{param}.{key}"
+                f"Metadata values may be at most {MAX_METADATA_VALUE} characters.",
+                param=f"{param}.{key}",
+                code="string_too_long",
             )
     return dict(metadata)
 

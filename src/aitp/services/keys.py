@@ -8,6 +8,7 @@ from aitp import render
 from aitp.auth import ADMIN_ACTOR, generate_key, hash_key
 from aitp.errors import NotFound
 from aitp.ids import new_id
+from aitp.principals import PrincipalCache
 from aitp.runtime import now
 from aitp.store.base import KeyRecord, Store
 
@@ -34,9 +35,12 @@ async def list_keys(store: Store) -> dict[str, Any]:
     return {"object": "list", "data": [render.api_key(k) for k in await store.list_keys()]}
 
 
-async def revoke_key(store: Store, key_id: str) -> dict[str, Any]:
+async def revoke_key(store: Store, key_id: str, principals: PrincipalCache | None = None) -> dict[str, Any]:
+    """Delete a key; `principals` (this process's cache of authenticated keys) stops accepting it at once."""
     if not await store.delete_key(key_id):
         raise NotFound(f"No API key found with id '{key_id}'.", param="key_id", code="key_not_found")
+    if principals is not None:
+        principals.forget_key(key_id)
     return render.deleted(key_id, "api_key.deleted")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aitp import render
+from aitp import limits, render
 from aitp.auth import Principal
 from aitp.capabilities.correlate import correlate, duplicate_error
 from aitp.capabilities.messages import CapabilityPart, check_parts
@@ -71,6 +71,7 @@ def build_message(
 async def create_message(
     rt: Runtime, principal: Principal, thread_id: str, body: CreateMessageRequest
 ) -> dict[str, Any]:
+    limits.check_message(body.content, body.attachments, rt.settings)  # before any store call
     view = await readable_thread(rt, principal, thread_id)
     created_at = now()
     record, parts = await retry_after_sync(rt, lambda: build_message(rt, principal, view, body, created_at))
@@ -92,6 +93,16 @@ async def _message_in(rt: Runtime, thread_id: str, message_id: str, param: str =
     return record
 
 
+async def _cursor_seq(rt: Runtime, thread_id: str, message_id: str, param: str) -> int:
+    # A bad cursor is a bad parameter (400), not a missing resource: the thread in the URL exists.
+    record = await rt.store.get_message(thread_id, message_id)
+    if record is None:
+        raise InvalidRequest(
+            f"Invalid '{param}': '{message_id}' is not a message of this thread.", param=param, code="invalid_cursor"
+        )
+    return record.seq
+
+
 async def get_message(rt: Runtime, principal: Principal, thread_id: str, message_id: str) -> dict[str, Any]:
     await readable_thread(rt, principal, thread_id)
     return render.message(await _message_in(rt, thread_id, message_id))
@@ -109,8 +120,8 @@ async def list_messages(
 ) -> dict[str, Any]:
     """A page ordered by the per-thread seq; `after`/`before` are message ids of this thread."""
     await readable_thread(rt, principal, thread_id)
-    after_seq = None if after is None else (await _message_in(rt, thread_id, after, "after")).seq
-    before_seq = None if before is None else (await _message_in(rt, thread_id, before, "before")).seq
+    after_seq = None if after is None else await _cursor_seq(rt, thread_id, after, "after")
+    before_seq = None if before is None else await _cursor_seq(rt, thread_id, before, "before")
 
     async def fetch(direction: Order, lo: int | None, hi: int | None, n: int) -> list[MessageRecord]:
         return await rt.store.list_messages(thread_id, limit=n, order=direction, after_seq=lo, before_seq=hi)

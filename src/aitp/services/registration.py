@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from packaging.version import Version
 
-from aitp import render
+from aitp import limits, render
 from aitp.auth import CAPABILITIES_WRITE, Principal
 from aitp.capabilities.compat import breaking_changes
 from aitp.capabilities.registry import (
@@ -87,6 +87,9 @@ async def register_capability(
             f"Registering capabilities needs an admin key or a key with the '{CAPABILITIES_WRITE}' scope.",
             code="missing_scope",
         )
+    limits.check_schema(body.schema_, rt.settings)
+    for i, example in enumerate(body.examples):
+        limits.check_depth(example, rt.settings.max_json_depth, f"examples[{i}]")
     await sync_registry(rt)
     record = CapabilityVersionRecord(
         id=body.id,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
 
 from aitp import render
@@ -12,9 +12,10 @@ from aitp.errors import InvalidRequest
 from aitp.events.stream import EventStream, Reader
 from aitp.models import CreateMessageRequest
 from aitp.runtime import Runtime
-from aitp.services import messages
+from aitp.services import idempotency, messages
 from aitp.services.access import readable_thread
 from aitp.services.paging import log_page
+from aitp.services.rate_limit import count_request, key_of
 from aitp.store.base import EventRecord
 
 
@@ -31,13 +32,14 @@ async def thread_stream(rt: Runtime, principal: Principal, thread_id: str, after
             return "removed from the thread"
         return None
 
-    with rt.hub.follow(thread_id) as feed:
+    with _slot(rt, principal), rt.hub.follow(thread_id) as feed:
         yield EventStream(
             feed.after,
             feed.signal.waiter,
             lambda record: record.seq,
             cursor=after,
             ends=ends,
+            frame=feed.frame,  # rendered once per event for every subscriber of the thread
             buffer=rt.settings.stream_buffer,
             keepalive=rt.settings.keepalive_seconds,
         )
@@ -47,15 +49,21 @@ async def thread_stream(rt: Runtime, principal: Principal, thread_id: str, after
 async def inbox_stream(rt: Runtime, principal: Principal, after: int) -> AsyncIterator[EventStream]:
     """Events of every thread the caller is in (from joining to leaving), resumable from `cursor`.
     An admin key follows every thread."""
-    yield EventStream(
-        _inbox_reader(rt, principal),
-        rt.hub.any_event.waiter,
-        lambda record: record.gid,
-        cursor=after,
-        render_event=render.inbox_event,
-        buffer=rt.settings.stream_buffer,
-        keepalive=rt.settings.keepalive_seconds,
-    )
+    with _slot(rt, principal):
+        yield EventStream(
+            _inbox_reader(rt, principal),
+            rt.hub.any_event.waiter,
+            lambda record: record.gid,
+            cursor=after,
+            render_event=render.inbox_event,
+            buffer=rt.settings.stream_buffer,
+            keepalive=rt.settings.keepalive_seconds,
+        )
+
+
+def _slot(rt: Runtime, principal: Principal) -> AbstractContextManager[None]:
+    """One of the caller's key's open-stream slots, for as long as the stream is open (429 if none is free)."""
+    return rt.stream_slots.hold(key_of(principal), rt.settings.max_streams_per_key)
 
 
 def _inbox_reader(rt: Runtime, principal: Principal) -> Reader:
@@ -72,8 +80,18 @@ async def list_inbox(rt: Runtime, principal: Principal, *, after: int, limit: in
 
 async def post_frame(rt: Runtime, principal: Principal, frame: dict[str, Any], thread_id: Any) -> dict[str, Any]:
     """A `{"op": "post", "message": {...}}` frame: the same rules as POST /v1/threads/{id}/messages.
-    On the inbox socket the frame names its thread (`thread_id`)."""
+    On the inbox socket the frame names its thread (`thread_id`); an `idempotency_key` makes it safe to
+    send again after a reconnect, as the `Idempotency-Key` header does over HTTP."""
+    count_request(rt, principal)  # a post over the socket counts like a POST over HTTP
     if not isinstance(thread_id, str):
         raise InvalidRequest("On the inbox socket a post names its thread: 'thread_id'.", param="thread_id")
     body = CreateMessageRequest.model_validate(frame["message"])
-    return await messages.create_message(rt, principal, thread_id, body)
+    if "idempotency_key" not in frame:
+        return await messages.create_message(rt, principal, thread_id, body)
+
+    async def write() -> dict[str, Any]:
+        return await messages.create_message(rt, principal, thread_id, body)
+
+    # the same record as `Idempotency-Key` on the HTTP POST of this message: a retry may use either
+    request = idempotency.fingerprint("POST", f"/v1/threads/{thread_id}/messages", frame["message"])
+    return await idempotency.run_once(rt, principal, frame["idempotency_key"], request, write)

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from aitp import render
+from aitp import limits, render
 from aitp.auth import Principal
 from aitp.capabilities.correlate import correlate, duplicate_error
 from aitp.capabilities.declarations import normalize_declaration
@@ -75,7 +75,31 @@ def _split_metadata(metadata: dict[str, Any]) -> tuple[dict[str, str], Any, Any]
     return check_metadata(user), metadata.get("actors"), metadata.get("parent_id")
 
 
+def _check_limits(rt: Runtime, body: CreateThreadRequest) -> None:
+    """Counts, lengths and nesting of everything sent, before any other work."""
+    messages = body.messages or []
+    limits.check_count(messages, rt.settings.max_thread_messages, "messages", "initial messages", "too_many_messages")
+    for i, item in enumerate(messages):
+        param = f"messages[{i}]"
+        if isinstance(item, str):
+            limits.check_content(item, rt.settings, param)  # an AITP-T01 message: one text part
+        else:
+            limits.check_message(item.content, item.attachments, rt.settings, param)
+    if body.tool_resources is not None:
+        limits.check_depth(body.tool_resources, rt.settings.max_json_depth, "tool_resources")
+
+
+def _check_actor_limits(rt: Runtime, principal: Principal, inputs: list[ActorInput], param: str) -> list[ActorInput]:
+    """At most `max_actors` actors (the creator included), each with at most `max_capabilities`."""
+    creator_listed = any(actor.id == principal.actor for actor in inputs)
+    limits.check_actor_count(len(inputs) + (0 if creator_listed else 1), rt.settings, param)
+    for i, actor in enumerate(inputs):
+        limits.check_capabilities(actor.capabilities, rt.settings, f"{param}[{i}].capabilities")
+    return inputs
+
+
 async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadRequest) -> dict[str, Any]:
+    _check_limits(rt, body)
     created_at = now()
     thread_id = new_id("thread")
     user_metadata, meta_actors, meta_parent = _split_metadata(body.metadata or {})
@@ -83,9 +107,11 @@ async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadReq
     if body.actors is not None and meta_actors is not None:
         raise InvalidRequest("Give actors either as `actors` or as `metadata.actors`, not both.", param="actors")
     if body.actors is not None:
-        actors = actor_records(thread_id, body.actors, created_at, "actors")
+        inputs = _check_actor_limits(rt, principal, body.actors, "actors")
+        actors = actor_records(thread_id, inputs, created_at, "actors")
     elif meta_actors is not None:
-        actors = actor_records(thread_id, _actors_from_metadata(meta_actors), created_at, "metadata.actors")
+        inputs = _check_actor_limits(rt, principal, _actors_from_metadata(meta_actors), "metadata.actors")
+        actors = actor_records(thread_id, inputs, created_at, "metadata.actors")
     else:
         actors = []
     if all(a.id != principal.actor for a in actors):
@@ -160,6 +186,8 @@ async def modify_thread(rt: Runtime, principal: Principal, thread_id: str, body:
                 )
         changes["metadata"] = _split_metadata(body.metadata)[0]
     if "tool_resources" in body.model_fields_set:
+        if body.tool_resources is not None:
+            limits.check_depth(body.tool_resources, rt.settings.max_json_depth, "tool_resources")
         changes["tool_resources"] = body.tool_resources
     if not changes:
         return render.thread(view.thread, view.actors)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import math
 import os
 import platform
@@ -42,6 +41,7 @@ from harness import (
     stage,
     start_aitp,
     store_for,
+    write_result,
 )
 
 from aitp.testing import ServerProcess
@@ -406,8 +406,7 @@ def main() -> None:
     }
     print_table(result)
     print(f"total {result['total_s']:.1f} s")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(result, args.out)
     print(f"written {args.out}")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import json
 import os
 import platform
 import resource
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -265,3 +266,17 @@ def print_profile(title: str, profile: dict[str, Any], top: int = 18) -> None:
     print("    self share (on top of the stack):")
     for frame, share in profile["self"][:12]:
         print(f"    {share:6.1%}  {frame}")
+
+
+def write_result(result: dict[str, Any], out: Path) -> None:
+    """Save one benchmark's figures as JSON (under bench/results/)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def run_main(main: Callable[[], object], name: str) -> None:
+    """Run a benchmark's `main`; a BenchError ends it with one line instead of a traceback."""
+    try:
+        main()
+    except BenchError as error:
+        sys.exit(f"{name}: {error}")

@@ -20,7 +20,6 @@ import json
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -38,9 +37,11 @@ from harness import (
     load_average,
     machine_info,
     print_profile,
+    run_main,
     running,
     start_aitp,
     start_echo,
+    write_result,
 )
 
 from aitp.capabilities.registry import default_directory
@@ -276,13 +277,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "total_s": time.perf_counter() - started,
     }
     print_table(result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(result, args.out)
     return result
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BenchError as error:
-        sys.exit(f"ingest: {error}")
+    run_main(main, "ingest")

@@ -24,7 +24,6 @@ import asyncio
 import json
 import sqlite3
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,7 +31,18 @@ from typing import Any
 
 import httpx
 import orjson
-from harness import RESULTS, BenchError, admin_client, create_key, load_average, machine_info, running, start_aitp
+from harness import (
+    RESULTS,
+    BenchError,
+    admin_client,
+    create_key,
+    load_average,
+    machine_info,
+    run_main,
+    running,
+    start_aitp,
+    write_result,
+)
 
 from aitp import render
 from aitp.ids import new_id
@@ -313,13 +323,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "total_s": time.perf_counter() - started,
     }
     print_table(result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(result, args.out)
     return result
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BenchError as error:
-        sys.exit(f"scale: {error}")
+    run_main(main, "scale")

@@ -1,13 +1,16 @@
 """The README's screenshots, produced from a real conversation: a shop agent posts the products
 `request_decision` example and a `request_data` form over HTTP, the user opens them in the UI.
 
-Writes web/screenshots/products-decision.png and web/screenshots/data-request-form.png.
+Takes products-decision.png and data-request-form.png on every run; with AITP_UPDATE_SCREENSHOTS=1 it
+writes them to web/screenshots/ (the README's copies), otherwise to the test's temporary directory, so a
+test run leaves the checkout as it was.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -81,8 +84,9 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 def test_screenshots_of_a_products_decision_and_a_data_request_form(
-    page: Page, web_server: WebServer, file_host: FileHost
+    page: Page, web_server: WebServer, file_host: FileHost, tmp_path: Path
 ) -> None:
+    target = SCREENSHOTS if os.environ.get("AITP_UPDATE_SCREENSHOTS") == "1" else tmp_path
     user, shop_id = "ada.near", "headphones-shop.near"
     user_key = web_server.key_for(user)
     user_api, shop = web_server.client(user_key), web_server.agent(shop_id)
@@ -120,8 +124,8 @@ def test_screenshots_of_a_products_decision_and_a_data_request_form(
     expect(card).to_contain_text("JBL Tour One M2")
     card.locator("img").evaluate_all(DECODED)
     card.evaluate("node => node.scrollIntoView({block: 'end'})")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    products_png = SCREENSHOTS / "products-decision.png"
+    target.mkdir(parents=True, exist_ok=True)
+    products_png = target / "products-decision.png"
     page.screenshot(path=str(products_png), animations="disabled")
 
     page.set_viewport_size({"width": 1280, "height": 960})
@@ -133,7 +137,7 @@ def test_screenshots_of_a_products_decision_and_a_data_request_form(
     expect(dialog).to_be_visible()
     dialog.get_by_label("Full name").fill("Ada Lovelace")
     dialog.get_by_label("Email").fill("ada@example.com")
-    form_png = SCREENSHOTS / "data-request-form.png"
+    form_png = target / "data-request-form.png"
     page.screenshot(path=str(form_png), animations="disabled")
 
     # both requests are what the server stored, as the shop sees them

@@ -6,13 +6,13 @@ from fastapi import APIRouter
 
 from aitp import render
 from aitp.api.deps import PrincipalDep, RuntimeDep
+from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
-from aitp.api.json_body import StrictJSONRoute
 from aitp.api.responses import FastJSONResponse
 from aitp.models import Actor, ActorInput, ActorList, DeletedObject, Identity
 from aitp.services import actors
 
-router = APIRouter(tags=["actors"], route_class=StrictJSONRoute)
+router = APIRouter(tags=["actors"], route_class=DirectRoute)
 
 
 @router.get(

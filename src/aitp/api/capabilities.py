@@ -7,13 +7,13 @@ from typing import Any
 from fastapi import APIRouter
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
+from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
-from aitp.api.json_body import StrictJSONRoute
 from aitp.api.responses import FastJSONResponse
 from aitp.models import Capability, CapabilityList, RegisterCapabilityRequest, ThreadCapabilities
 from aitp.services import capabilities, registration
 
-router = APIRouter(tags=["capabilities"], route_class=StrictJSONRoute)
+router = APIRouter(tags=["capabilities"], route_class=DirectRoute)
 
 
 @router.get(

@@ -109,7 +109,7 @@ def _first_problem(value: Any) -> tuple[str | None, str] | None:
     return None
 
 
-def _declares_json(content_type: str | None) -> bool:
+def declares_json(content_type: str | None) -> bool:
     """FastAPI's rule: `application/json` or `application/*+json` bodies are read as JSON."""
     media_type = (content_type or "").split(";", 1)[0].strip().lower()
     return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
@@ -138,7 +138,7 @@ class StrictJSONRoute(APIRoute):
             return handle
 
         async def handler(request: Request) -> Response:
-            if not _declares_json(request.headers.get("content-type")):
+            if not declares_json(request.headers.get("content-type")):
                 return await handle(request)
             strict = StrictJSONRequest(request.scope, request.receive)
             # Refusals are raised here, outside FastAPI's body reading, which would turn them into a bare 400.

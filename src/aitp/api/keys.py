@@ -5,13 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from aitp.api.deps import AdminDep, RuntimeDep
+from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
-from aitp.api.json_body import StrictJSONRoute
 from aitp.api.responses import FastJSONResponse
 from aitp.models import ApiKeyList, CreatedApiKey, CreateKeyRequest, DeletedObject
 from aitp.services import keys
 
-router = APIRouter(tags=["keys"], route_class=StrictJSONRoute)
+router = APIRouter(tags=["keys"], route_class=DirectRoute)
 
 
 @router.post(

@@ -7,13 +7,13 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Query
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
+from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
-from aitp.api.json_body import StrictJSONRoute
 from aitp.api.responses import FastJSONResponse
 from aitp.models import CreateMessageRequest, DeletedObject, ListPage, Message, ModifyMessageRequest
 from aitp.services import messages
 
-router = APIRouter(tags=["messages"], route_class=StrictJSONRoute)
+router = APIRouter(tags=["messages"], route_class=DirectRoute)
 
 
 @router.post(

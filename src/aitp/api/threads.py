@@ -7,13 +7,13 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Query
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
+from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
-from aitp.api.json_body import StrictJSONRoute
 from aitp.api.responses import FastJSONResponse
 from aitp.models import CreateThreadRequest, DeletedObject, ListPage, ModifyThreadRequest, Thread
 from aitp.services import threads
 
-router = APIRouter(tags=["threads"], route_class=StrictJSONRoute)
+router = APIRouter(tags=["threads"], route_class=DirectRoute)
 
 
 @router.post(

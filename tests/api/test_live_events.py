@@ -142,20 +142,28 @@ async def test_a_post_over_the_websocket_is_validated_and_answered_on_the_socket
         await ws.send(json.dumps({"op": "post", "ref": 8, "message": {"content": "x", "role": "assistant"}}))
         await ws.send(json.dumps({"op": "post", "ref": 9, "message": {"contents": "typo"}}))
         await ws.send("not json")
+        # a ref is echoed back, so it must be a scalar (a deep one could not even be rendered)
+        await ws.send('{"op": "post", "ref": ' + "[" * 300 + "]" * 300 + ', "message": {"content": "x"}}')
         replies: dict[Any, dict[str, Any]] = {}
+        unreferenced: list[dict[str, Any]] = []
         events = []
-        while len(replies) < 4 or not events:
+        while len(replies) < 3 or len(unreferenced) < 2 or not events:
             frame = json.loads(await ws.recv())
-            if "op" in frame:
-                replies[frame["ref"]] = frame
-            else:
+            if "op" not in frame:
                 events.append(frame)
+            elif frame["ref"] is None:
+                unreferenced.append(frame["error"]["error"])
+            else:
+                replies[frame["ref"]] = frame
 
     assert replies[7]["op"] == "posted" and replies[7]["message"]["content"][0]["text"]["value"] == "hi over ws"
     assert events[0]["data"]["id"] == replies[7]["message"]["id"]
     assert (replies[8]["op"], replies[8]["error"]["error"]["code"]) == ("error", "role_mismatch")
     assert (replies[9]["status"], replies[9]["error"]["error"]["param"]) == (400, "content")  # missing
-    assert replies[None]["error"]["error"]["message"] == "Frames must be JSON."
+    assert [(e["message"], e["param"]) for e in unreferenced] == [
+        ("Frames must be JSON.", None),
+        ("'ref' must be a string or a number.", "ref"),
+    ]
 
 
 # --- who may subscribe -------------------------------------------------------------------------

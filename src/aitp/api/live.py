@@ -168,6 +168,9 @@ async def _serve(websocket: WebSocket, stream: EventStream, post: Poster) -> Non
                 await send(_error_frame(None, error if error.param else InvalidRequest("Frames must be JSON.")))
                 continue
             ref = frame.get("ref") if isinstance(frame, dict) else None
+            if not isinstance(ref, str | int | float | None):  # echoed back: a scalar, never a deep object
+                await send(_error_frame(None, InvalidRequest("'ref' must be a string or a number.", param="ref")))
+                continue
             if not isinstance(frame, dict) or frame.get("op") != "post" or not isinstance(frame.get("message"), dict):
                 await send(_error_frame(ref, InvalidRequest('Expected {"op": "post", "message": {...}}.', param="op")))
                 continue

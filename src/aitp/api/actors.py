@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from aitp import render
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
@@ -19,7 +18,7 @@ router = APIRouter(tags=["actors"], route_class=DirectRoute)
     "/actors/me", responses=error_responses(*KEYED), response_model=Identity, summary="Who the calling key acts as"
 )
 async def who_am_i(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(render.identity(principal, await rt.store.last_event_gid()))
+    return FastJSONResponse(await actors.identity(rt, principal))
 
 
 @router.get(

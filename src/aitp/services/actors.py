@@ -15,6 +15,11 @@ from aitp.services.threads import actor_records
 from aitp.store.base import ActorRecord, NewEvent
 
 
+async def identity(rt: Runtime, principal: Principal) -> dict[str, Any]:
+    """Who the caller acts as, and where its inbox stands now (to follow it from here on)."""
+    return render.identity(principal, await rt.store.last_event_gid())
+
+
 async def list_actors(rt: Runtime, principal: Principal, thread_id: str) -> dict[str, Any]:
     view = await readable_thread(rt, principal, thread_id)
     items = [render.actor(a, view.thread.creator) for a in view.actors]

@@ -9,7 +9,8 @@ whose `code` says which limit was hit:
     too_many_actors        actors per thread                    (`actors`)
     too_many_capabilities  capability declarations per actor    (`actors[2].capabilities`)
     schema_too_large       a registered schema's compact JSON   (`schema`)
-    nesting_too_deep       JSON nesting (capability messages, free-form fields, schemas)
+    nesting_too_deep       JSON nesting (free-form fields, schemas; capability messages are checked
+                           where they are parsed, `aitp.capabilities.messages.check_parts`)
 
 The values come from `Settings` (AITP_MAX_* variables). The request body as a whole is limited by
 `aitp.api.body_limit` (413 `request_too_large`); metadata follows OpenAI's fixed rules in
@@ -79,32 +80,17 @@ def check_count(items: Sequence[Any] | int, limit: int, param: str, what: str, c
         raise InvalidRequest(f"Invalid '{param}': at most {limit} {what} allowed, got {count}.", param=param, code=code)
 
 
-def _looks_like_capability_message(text: str) -> bool:
-    # the same cheap test `aitp.capabilities.messages` applies before parsing
-    return text.lstrip().startswith("{") and '"$schema"' in text
-
-
-def _check_text(text: str, settings: Settings, param: str) -> None:
-    check_length(text, settings.max_part_chars, param)
-    if _looks_like_capability_message(text):
-        try:
-            parsed = orjson.loads(text)  # C speed; refuses nesting beyond 1024 by itself
-        except orjson.JSONDecodeError:
-            return  # not JSON: plain text
-        check_depth(parsed, settings.max_json_depth, param)
-
-
 def check_content(content: str | Sequence[Any], settings: Settings, param: str = "content") -> None:
-    """A message's `content` as sent: parts per message, characters per part, nesting of capability
-    messages and of part objects. Shapes are checked later, by `aitp.services.inputs.normalize_content`."""
+    """A message's `content` as sent: parts per message, characters per part, nesting of part objects.
+    Shapes are checked later, by `aitp.services.inputs.normalize_content`."""
     if isinstance(content, str):
-        _check_text(content, settings, param)
+        check_length(content, settings.max_part_chars, param)
         return
     check_count(content, settings.max_content_parts, param, "content parts", "too_many_parts")
     for i, item in enumerate(content):
         part = f"{param}[{i}]"
         if isinstance(item, str):
-            _check_text(item, settings, part)
+            check_length(item, settings.max_part_chars, part)
             continue
         check_depth(item, settings.max_json_depth, part)
         if not isinstance(item, dict):
@@ -112,9 +98,9 @@ def check_content(content: str | Sequence[Any], settings: Settings, param: str =
         text = item.get("text")
         if isinstance(text, dict):  # the output shape, sent back as input
             if isinstance(text.get("value"), str):
-                _check_text(text["value"], settings, f"{part}.text.value")
+                check_length(text["value"], settings.max_part_chars, f"{part}.text.value")
         elif isinstance(text, str):
-            _check_text(text, settings, f"{part}.text")
+            check_length(text, settings.max_part_chars, f"{part}.text")
         image = item.get("image_url")
         if isinstance(image, dict) and isinstance(image.get("url"), str):
             check_length(image["url"], settings.max_part_chars, f"{part}.image_url.url")

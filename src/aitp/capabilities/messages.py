@@ -15,6 +15,7 @@ import orjson
 from aitp.capabilities.negotiate import unable_to_read
 from aitp.capabilities.registry import CapabilityRef, Registry
 from aitp.errors import Unprocessable
+from aitp.limits import check_depth
 from aitp.store.base import ActorRecord
 
 MAX_REPORTED_ISSUES = 5
@@ -64,15 +65,19 @@ def check_parts(
     sender: str,
     actors: Sequence[ActorRecord],
     accept_unknown: bool,
+    max_depth: int,
 ) -> tuple[list[dict[str, Any] | None] | None, list[tuple[CapabilityPart, str]]]:
     """Validate every capability part. Returns the message's `aitp` summary (None if it has no
     capability part) and the validated parts with their capability id.
 
-    Raises 422 `unknown_capability`, `invalid_capability_message` or `capability_not_supported`.
+    Raises 400 `nesting_too_deep` (before any validation: deep JSON is what makes validators slow), 422
+    `unknown_capability`, `invalid_capability_message` or `capability_not_supported`.
     """
     parts = capability_parts(content)
     if not parts:
         return None, []
+    for part in parts:
+        check_depth(part.message, max_depth, f"content[{part.index}]")
     summary: list[dict[str, Any] | None] = [None] * len(content)
     validated: list[tuple[CapabilityPart, str]] = []
     for part in parts:

@@ -53,6 +53,7 @@ def build_message(
         sender=actor,
         actors=view.actors,
         accept_unknown=rt.settings.unknown_capabilities == "accept",
+        max_depth=rt.settings.max_json_depth,
     )
     record = MessageRecord(
         id=new_id("msg"),

@@ -1,13 +1,26 @@
 """The embedded store: one SQLite file in WAL mode, the zero-setup default.
 
-Every operation runs as one function on a single dedicated thread that owns the connection, so an
-operation costs one hop off the event loop however many statements it runs. Writes use
-`BEGIN IMMEDIATE` so that several processes sharing the file allocate sequence numbers safely.
+Every operation is one function of a connection. It runs on the event loop, on a connection that never
+waits: its operations are a few indexed rows in the page cache, and in WAL mode with synchronous=NORMAL
+a commit appends to the log without an fsync. What can wait runs on a dedicated store thread with its
+own connection instead: an operation that finds the file locked (another process, or the store thread,
+is writing: SQLITE_BUSY at once, busy timeout 0) is retried there with a 30 s busy timeout, and so are
+operations of unbounded size (deleting a thread, purging expired records) and the WAL checkpoints
+(the loop's connection never checkpoints, so it never fsyncs either).
+
+Why not everything on the thread: the GIL. A statement releases it around each SQLite call and must
+take it back from an event loop that is busy serving requests, so a 50 µs write took ~450 µs of wall
+time on the thread and the store thread, 90% busy, bounded ingest at ~1,000 requests/s; on the loop the
+same POST costs half the CPU (bench/ingest.py, README "Performance").
+
+Writes use `BEGIN IMMEDIATE` so that several processes sharing the file allocate sequence numbers safely.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +52,7 @@ from aitp.store.base import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -216,12 +230,29 @@ def _key(row: sqlite3.Row) -> KeyRecord:
     )
 
 
+Op = Callable[[sqlite3.Connection], T]
+
+# Every this many commits, the store thread checkpoints the WAL (~5 pages per message: about SQLite's own
+# 1,000-page autocheckpoint). RESTART, not PASSIVE: a passive checkpoint racing a steady stream of writes
+# never catches up with the end of the log, so the log never restarts and grows without bound. RESTART
+# holds the write lock while it runs: the loop's writes meanwhile find the file locked and queue on the
+# thread behind it, the loop itself never waits.
+CHECKPOINT_EVERY = 200
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 class SQLiteStore(Store):
     def __init__(self, path: str | Path) -> None:
         super().__init__()
         self.path = str(path)
         self._executor: ThreadPoolExecutor | None = None
-        self._conn: sqlite3.Connection | None = None
+        self._loop_conn: sqlite3.Connection | None = None  # used on the event loop; never waits
+        self._thread_conn: sqlite3.Connection | None = None  # used on the store thread; waits for locks
+        self._commits_since_checkpoint = 0
+        self._checkpoint: asyncio.Future[Any] | None = None
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
@@ -238,23 +269,52 @@ class SQLiteStore(Store):
 
     # plumbing
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._executor is None:
+    async def _run(self, op: Op[T], *, may_wait: bool = False) -> T:
+        """Run `op` on the loop's connection, or on the store thread when it may wait (see the module
+        docstring): because it is unbounded, or because the file is locked right now."""
+        if self._loop_conn is None:
             raise RuntimeError("store is not open")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        if self._thread_conn is None or not may_wait:  # an in-memory database has one connection
+            try:
+                return op(self._loop_conn)
+            except sqlite3.OperationalError as exc:
+                if self._thread_conn is None or not _locked(exc):
+                    raise
+        return await asyncio.get_running_loop().run_in_executor(self._executor, op, self._thread_conn)
 
-    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn` inside one IMMEDIATE transaction (on the store thread)."""
-        conn = self._conn
-        assert conn is not None
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = fn(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+    @staticmethod
+    def _transaction(op: Op[T]) -> Op[T]:
+        """`op` inside one IMMEDIATE transaction."""
+
+        def run(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")  # outside the try: a locked file raises before anything ran
+            try:
+                result = op(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+        return run
+
+    async def _write(self, op: Op[T], *, may_wait: bool = False) -> T:
+        result = await self._run(self._transaction(op), may_wait=may_wait)
+        self._commits_since_checkpoint += 1
+        if self._commits_since_checkpoint >= CHECKPOINT_EVERY and self._checkpoint is None and self._thread_conn:
+            self._commits_since_checkpoint = 0
+            self._checkpoint = asyncio.get_running_loop().run_in_executor(self._executor, self._checkpoint_wal)
+            self._checkpoint.add_done_callback(self._checkpoint_done)
         return result
+
+    def _checkpoint_wal(self) -> None:
+        if self._thread_conn is not None:
+            self._thread_conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+
+    def _checkpoint_done(self, done: asyncio.Future[Any]) -> None:
+        self._checkpoint = None
+        if not done.cancelled() and done.exception() is not None:
+            log.warning("sqlite: WAL checkpoint failed: %s", done.exception())
 
     async def open(self) -> None:
         if self._executor is not None:
@@ -263,28 +323,41 @@ class SQLiteStore(Store):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aitp-sqlite")
 
-        def connect() -> None:
+        def connect(timeout: float) -> sqlite3.Connection:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves.
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=timeout)
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
             conn.execute("PRAGMA foreign_keys=ON")
-            conn.executescript(SCHEMA)
-            self._conn = conn
+            return conn
 
-        await self._run(connect)
+        def connect_both() -> None:
+            thread_conn = connect(timeout=30)
+            thread_conn.executescript(SCHEMA)
+            if self.path == ":memory:":
+                self._loop_conn = thread_conn  # a second connection would be a second database
+                return
+            self._thread_conn = thread_conn
+            self._loop_conn = connect(timeout=0)
+            self._loop_conn.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints fsync: the thread does them
+
+        await asyncio.get_running_loop().run_in_executor(self._executor, connect_both)
 
     async def close(self) -> None:
         if self._executor is None:
             return
+        if self._checkpoint is not None:
+            with contextlib.suppress(Exception):
+                await self._checkpoint
 
         def disconnect() -> None:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            for conn in (self._loop_conn, self._thread_conn):
+                if conn is not None:
+                    conn.close()  # the last connection to close checkpoints the WAL
+            self._loop_conn = self._thread_conn = None
 
-        await self._run(disconnect)
+        await asyncio.get_running_loop().run_in_executor(self._executor, disconnect)
         self._executor.shutdown(wait=True)
         self._executor = None
 
@@ -310,9 +383,9 @@ class SQLiteStore(Store):
             thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid or 0
         )
 
-    async def _commit(self, thread_id: str, op: Callable[[sqlite3.Connection], T]) -> T:
+    async def _commit(self, thread_id: str, op: Op[T], *, may_wait: bool = False) -> T:
         """Run a write op in its own transaction, then tell the commit listeners about the thread."""
-        result = await self._run(self._write, op)
+        result = await self._write(op, may_wait=may_wait)
         self._committed(thread_id)
         return result
 
@@ -412,8 +485,8 @@ class SQLiteStore(Store):
         return await self._commit(thread.id, op)
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        def op() -> ThreadRecord | None:
-            row = self._live_thread(self._conn, thread_id)  # type: ignore[arg-type]
+        def op(conn: sqlite3.Connection) -> ThreadRecord | None:
+            row = self._live_thread(conn, thread_id)
             return None if row is None else _thread(row)
 
         return await self._run(op)
@@ -456,7 +529,7 @@ class SQLiteStore(Store):
             )
             return self._append_event(conn, thread_id, event, also=members)
 
-        return await self._commit(thread_id, op)
+        return await self._commit(thread_id, op, may_wait=True)  # a thread's whole log: not on the loop
 
     async def list_threads(
         self,
@@ -467,7 +540,7 @@ class SQLiteStore(Store):
         after: str | None = None,
         before: str | None = None,
     ) -> list[ThreadRecord]:
-        def op() -> list[ThreadRecord]:
+        def op(conn: sqlite3.Connection) -> list[ThreadRecord]:
             clauses = ["t.deleted = 0"]
             params: list[Any] = []
             join = ""
@@ -483,23 +556,21 @@ class SQLiteStore(Store):
             direction = "ASC" if order == "asc" else "DESC"
             sql = f"SELECT t.* FROM threads t {join} WHERE {' AND '.join(clauses)} ORDER BY t.id {direction} LIMIT ?"
             params.append(limit)
-            return [_thread(r) for r in self._conn.execute(sql, params)]  # type: ignore[union-attr]
+            return [_thread(r) for r in conn.execute(sql, params)]
 
         return await self._run(op)
 
     # actors
 
     async def list_actors(self, thread_id: str) -> list[ActorRecord]:
-        return await self._run(self._actors, self._conn, thread_id)
+        return await self._run(lambda conn: self._actors(conn, thread_id))
 
     async def get_thread_with_actors(self, thread_id: str) -> tuple[ThreadRecord, list[ActorRecord]] | None:
-        def op() -> tuple[ThreadRecord, list[ActorRecord]] | None:
-            conn = self._conn
-            assert conn is not None
+        def op(conn: sqlite3.Connection) -> tuple[ThreadRecord, list[ActorRecord]] | None:
             row = self._live_thread(conn, thread_id)
             return None if row is None else (_thread(row), self._actors(conn, thread_id))
 
-        return await self._run(op)  # one hop to the store thread, not two
+        return await self._run(op)
 
     async def put_actor(
         self, actor: ActorRecord, render: ActorEventRenderer, follow_up: MembershipFollowUp | None = None
@@ -574,8 +645,8 @@ class SQLiteStore(Store):
         return await self._commit(message.thread_id, op)
 
     async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None:
-        def op() -> CapabilityRef | None:
-            row = self._conn.execute(  # type: ignore[union-attr]
+        def op(conn: sqlite3.Connection) -> CapabilityRef | None:
+            row = conn.execute(
                 "SELECT * FROM capability_refs WHERE thread_id = ? AND kind = ? AND ref_id = ?",
                 (thread_id, kind, ref_id),
             ).fetchone()
@@ -593,8 +664,8 @@ class SQLiteStore(Store):
         return await self._run(op)
 
     async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None:
-        def op() -> MessageRecord | None:
-            row = self._conn.execute(  # type: ignore[union-attr]
+        def op(conn: sqlite3.Connection) -> MessageRecord | None:
+            row = conn.execute(
                 "SELECT * FROM messages WHERE id = ? AND thread_id = ?", (message_id, thread_id)
             ).fetchone()
             return None if row is None else _message(row)
@@ -610,7 +681,7 @@ class SQLiteStore(Store):
         after_seq: int | None = None,
         before_seq: int | None = None,
     ) -> list[MessageRecord]:
-        def op() -> list[MessageRecord]:
+        def op(conn: sqlite3.Connection) -> list[MessageRecord]:
             clauses = ["thread_id = ?"]
             params: list[Any] = [thread_id]
             if after_seq is not None:
@@ -622,7 +693,7 @@ class SQLiteStore(Store):
             direction = "ASC" if order == "asc" else "DESC"
             params.append(limit)
             sql = f"SELECT * FROM messages WHERE {' AND '.join(clauses)} ORDER BY seq {direction} LIMIT ?"
-            return [_message(r) for r in self._conn.execute(sql, params)]  # type: ignore[union-attr]
+            return [_message(r) for r in conn.execute(sql, params)]
 
         return await self._run(op)
 
@@ -661,8 +732,8 @@ class SQLiteStore(Store):
     # events
 
     async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
-        def op() -> list[EventRecord]:
-            rows = self._conn.execute(  # type: ignore[union-attr]
+        def op(conn: sqlite3.Connection) -> list[EventRecord]:
+            rows = conn.execute(
                 "SELECT * FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?", (thread_id, after, limit)
             )
             return [_event(r) for r in rows]
@@ -679,18 +750,18 @@ class SQLiteStore(Store):
                 (key.id, key.hash, key.actor, int(key.admin), _dumps(key.scopes), key.created_at, key.prefix),
             )
 
-        await self._run(self._write, op)
+        await self._write(op)
 
     async def find_key(self, key_hash: str) -> KeyRecord | None:
-        def op() -> KeyRecord | None:
-            row = self._conn.execute("SELECT * FROM api_keys WHERE hash = ?", (key_hash,)).fetchone()  # type: ignore[union-attr]
+        def op(conn: sqlite3.Connection) -> KeyRecord | None:
+            row = conn.execute("SELECT * FROM api_keys WHERE hash = ?", (key_hash,)).fetchone()
             return None if row is None else _key(row)
 
         return await self._run(op)
 
     async def list_keys(self) -> list[KeyRecord]:
-        def op() -> list[KeyRecord]:
-            return [_key(r) for r in self._conn.execute("SELECT * FROM api_keys ORDER BY id")]  # type: ignore[union-attr]
+        def op(conn: sqlite3.Connection) -> list[KeyRecord]:
+            return [_key(r) for r in conn.execute("SELECT * FROM api_keys ORDER BY id")]
 
         return await self._run(op)
 
@@ -698,28 +769,26 @@ class SQLiteStore(Store):
         def op(conn: sqlite3.Connection) -> bool:
             return conn.execute("DELETE FROM api_keys WHERE id = ?", (key_id,)).rowcount > 0
 
-        return await self._run(self._write, op)
+        return await self._write(op)
 
     async def has_admin_key(self) -> bool:
-        def op() -> bool:
-            return self._conn.execute("SELECT 1 FROM api_keys WHERE admin = 1 LIMIT 1").fetchone() is not None  # type: ignore[union-attr]
+        def op(conn: sqlite3.Connection) -> bool:
+            return conn.execute("SELECT 1 FROM api_keys WHERE admin = 1 LIMIT 1").fetchone() is not None
 
         return await self._run(op)
 
     # the store-wide event log
 
     async def events_since(self, after_gid: int, limit: int) -> list[EventRecord]:
-        def op() -> list[EventRecord]:
-            rows = self._conn.execute(  # type: ignore[union-attr]
-                "SELECT * FROM events WHERE gid > ? ORDER BY gid LIMIT ?", (after_gid, limit)
-            )
+        def op(conn: sqlite3.Connection) -> list[EventRecord]:
+            rows = conn.execute("SELECT * FROM events WHERE gid > ? ORDER BY gid LIMIT ?", (after_gid, limit))
             return [_event(r) for r in rows]
 
         return await self._run(op)
 
     async def list_inbox_events(self, actor_id: str, after_gid: int, limit: int) -> list[EventRecord]:
-        def op() -> list[EventRecord]:
-            rows = self._conn.execute(  # type: ignore[union-attr]
+        def op(conn: sqlite3.Connection) -> list[EventRecord]:
+            rows = conn.execute(
                 "SELECT e.* FROM event_audience a JOIN events e ON e.gid = a.gid"
                 " WHERE a.actor_id = ? AND a.gid > ? ORDER BY a.gid LIMIT ?",
                 (actor_id, after_gid, limit),
@@ -729,8 +798,8 @@ class SQLiteStore(Store):
         return await self._run(op)
 
     async def last_event_gid(self) -> int:
-        def op() -> int:
-            row = self._conn.execute("SELECT MAX(gid) FROM events").fetchone()  # type: ignore[union-attr]
+        def op(conn: sqlite3.Connection) -> int:
+            row = conn.execute("SELECT MAX(gid) FROM events").fetchone()
             return row[0] or 0
 
         return await self._run(op)
@@ -749,11 +818,11 @@ class SQLiteStore(Store):
             ).fetchone()
             return _capability_version(row)
 
-        return await self._run(self._write, op)
+        return await self._write(op)
 
     async def list_capability_versions(self) -> list[CapabilityVersionRecord]:
-        def op() -> list[CapabilityVersionRecord]:
-            rows = self._conn.execute("SELECT * FROM capability_versions ORDER BY position")  # type: ignore[union-attr]
+        def op(conn: sqlite3.Connection) -> list[CapabilityVersionRecord]:
+            rows = conn.execute("SELECT * FROM capability_versions ORDER BY position")
             return [_capability_version(r) for r in rows]
 
         return await self._run(op)
@@ -763,9 +832,11 @@ class SQLiteStore(Store):
     async def claim_idempotency_key(
         self, claim: IdempotencyRecord, *, pending_timeout: float
     ) -> IdempotencyRecord | None:
+        purge = self._idempotency_purge_is_due(claim.created_at)
+
         def op(conn: sqlite3.Connection) -> IdempotencyRecord | None:
             # BEGIN IMMEDIATE serialises claims, across processes too: read, then insert or take over.
-            if self._idempotency_purge_is_due(claim.created_at):
+            if purge:
                 conn.execute("DELETE FROM idempotency_keys WHERE expires_at <= ?", (claim.created_at,))
             row = conn.execute(
                 "SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?", (claim.scope, claim.key)
@@ -782,7 +853,7 @@ class SQLiteStore(Store):
             )
             return None
 
-        return await self._run(self._write, op)
+        return await self._write(op, may_wait=purge)  # a purge is unbounded: not on the loop
 
     async def complete_idempotency_key(self, scope: str, key: str, token: str, status: int, body: str) -> bool:
         def op(conn: sqlite3.Connection) -> bool:
@@ -795,7 +866,7 @@ class SQLiteStore(Store):
                 > 0
             )
 
-        return await self._run(self._write, op)
+        return await self._write(op)
 
     async def release_idempotency_key(self, scope: str, key: str, token: str) -> bool:
         def op(conn: sqlite3.Connection) -> bool:
@@ -807,10 +878,10 @@ class SQLiteStore(Store):
                 > 0
             )
 
-        return await self._run(self._write, op)
+        return await self._write(op)
 
     async def purge_idempotency_keys(self, now: float) -> int:
         def op(conn: sqlite3.Connection) -> int:
             return conn.execute("DELETE FROM idempotency_keys WHERE expires_at <= ?", (now,)).rowcount
 
-        return await self._run(self._write, op)
+        return await self._write(op, may_wait=True)

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from aitp.store import sqlite as sqlite_store
 from aitp.store.sqlite import SQLiteStore
-
 from tests.store.test_contract import ev, message_rec, thread_rec
 
 
@@ -100,26 +101,62 @@ async def test_deleting_a_thread_runs_on_the_store_thread(store: SQLiteStore) ->
     assert await store.get_thread(thread_id) is None
 
 
-async def test_the_wal_is_checkpointed_by_the_store_thread(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_the_wal_stays_bounded_under_steady_writes(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the loop's connection never checkpoints: the store thread does, and the log restarts after each one
     monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 20)
     thread_id = await new_thread(store)
-    for i in range(300):
+    wal = Path(store.path + "-wal")
+    for i in range(400):
         await store.append_message(message_rec(thread_id, f"m{i}"), ev("thread.message.created"))
+        await asyncio.sleep(0.001)  # a server waits for its clients: the store thread gets its turn
     while store._checkpoint is not None:  # let the last one finish
         await asyncio.sleep(0.01)
-    await store.append_message(message_rec(thread_id, "after"), ev("thread.message.created"))
-    probe = sqlite3.connect(store.path)
-    try:
-        probe.execute("SELECT COUNT(*) FROM threads").fetchone()  # opens the database (and its WAL)
-        # (busy, frames in the WAL now, frames checkpointed): the WAL restarted after a checkpoint,
-        # so it holds about the last 20 commits, not 300 (each commit writes several pages)
-        _, frames, _ = probe.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-    finally:
-        probe.close()
-    assert 0 < frames < 300
-    assert len(await store.list_messages(thread_id, limit=100, order="asc")) == 100
+    # 400 commits write ~3,600 pages (14 MB) to the log: without checkpoints it would hold them all;
+    # its file keeps its largest size, about what 20 commits (and those during a checkpoint) write
+    assert wal.stat().st_size < 2 * 1024 * 1024
+    assert len(await store.list_messages(thread_id, limit=1000, order="asc")) == 400
+
+
+async def test_writes_that_meet_a_checkpoint_wait_for_it_then_land(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 10)
+    checkpoints = []
+    real_checkpoint = SQLiteStore._checkpoint_wal
+
+    def slow_checkpoint(self: SQLiteStore) -> None:  # holds the write lock for 50 ms, as a big one would
+        assert self._thread_conn is not None
+        self._thread_conn.execute("BEGIN IMMEDIATE")
+        time.sleep(0.05)
+        self._thread_conn.execute("COMMIT")
+        real_checkpoint(self)
+        checkpoints.append(1)
+
+    monkeypatch.setattr(SQLiteStore, "_checkpoint_wal", slow_checkpoint)
+    assert store._executor is not None
+    submit = store._executor.submit
+    on_thread: list[str] = []
+
+    def record(fn: Any, *args: Any) -> Any:
+        on_thread.append(getattr(fn, "__name__", repr(fn)))
+        return submit(fn, *args)
+
+    monkeypatch.setattr(store._executor, "submit", record)
+    thread_id = await new_thread(store)
+    ticker = Ticker()
+
+    async def writer(name: str) -> None:
+        for i in range(10):
+            await store.append_message(message_rec(thread_id, f"{name}{i}"), ev("thread.message.created"))
+            await asyncio.sleep(0.002)
+
+    await asyncio.wait_for(asyncio.gather(*(writer(f"w{n}-") for n in range(10))), 30)
+    ticker.stop()
+    assert len(checkpoints) >= 3  # 100 writes every ~2 ms met 50 ms checkpoints: they waited, none failed
+    assert ticker.ticks >= 20  # the loop went on meanwhile
+    assert set(on_thread) == {"slow_checkpoint"}  # and every write ran on the loop, after waiting
+    messages = await store.list_messages(thread_id, limit=1000, order="asc")
+    assert [m.seq for m in messages] == list(range(2, 102))
 
 
 async def test_an_in_memory_database_is_one_connection(tmp_path: Path) -> None:

@@ -1,17 +1,19 @@
 """The embedded store: one SQLite file in WAL mode, the zero-setup default.
 
 Every operation is one function of a connection. It runs on the event loop, on a connection that never
-waits: its operations are a few indexed rows in the page cache, and in WAL mode with synchronous=NORMAL
-a commit appends to the log without an fsync. What can wait runs on a dedicated store thread with its
-own connection instead: an operation that finds the file locked (another process, or the store thread,
-is writing: SQLITE_BUSY at once, busy timeout 0) is retried there with a 30 s busy timeout, and so are
-operations of unbounded size (deleting a thread, purging expired records) and the WAL checkpoints
-(the loop's connection never checkpoints, so it never fsyncs either).
+waits: its operations are a few indexed rows in the page cache, and in WAL mode with synchronous=NORMAL a
+commit appends to the log without an fsync. What can wait runs on a dedicated store thread with its own
+connection instead:
+- an operation that finds the file locked by another process (SQLITE_BUSY at once: busy timeout 0) is
+  retried there with a 30 s busy timeout;
+- operations of unbounded size (deleting a thread, purging expired records) always run there;
+- so do the WAL checkpoints, the only fsyncs (the loop's connection never checkpoints). A checkpoint
+  holds the write lock for a few ms; writes that meet it wait for it asynchronously, then run on the loop.
 
-Why not everything on the thread: the GIL. A statement releases it around each SQLite call and must
-take it back from an event loop that is busy serving requests, so a 50 µs write took ~450 µs of wall
-time on the thread and the store thread, 90% busy, bounded ingest at ~1,000 requests/s; on the loop the
-same POST costs half the CPU (bench/ingest.py, README "Performance").
+Why not everything on the thread: the GIL. A statement releases it around each SQLite call and must take
+it back from an event loop busy serving requests, so a 50 µs write took ~450 µs of wall time there and
+the store thread, 90% busy while using a third of a core, bounded ingest at ~1,000 requests/s. On the
+loop the same POST costs half the CPU (bench/ingest.py, README "Performance").
 
 Writes use `BEGIN IMMEDIATE` so that several processes sharing the file allocate sequence numbers safely.
 """
@@ -232,12 +234,18 @@ def _key(row: sqlite3.Row) -> KeyRecord:
 
 Op = Callable[[sqlite3.Connection], T]
 
-# Every this many commits, the store thread checkpoints the WAL (~5 pages per message: about SQLite's own
-# 1,000-page autocheckpoint). RESTART, not PASSIVE: a passive checkpoint racing a steady stream of writes
-# never catches up with the end of the log, so the log never restarts and grows without bound. RESTART
-# holds the write lock while it runs: the loop's writes meanwhile find the file locked and queue on the
-# thread behind it, the loop itself never waits.
-CHECKPOINT_EVERY = 200
+# Every this many commits (~9 pages each for a message: about SQLite's own 1,000-page autocheckpoint), the
+# store thread checkpoints the WAL in RESTART mode: it holds the write lock for the few ms it takes, so the
+# log starts again from its beginning and stays small. A PASSIVE checkpoint racing a steady stream of writes
+# never catches up with the end of the log: the log then grows without bound and every read and write pays
+# for it (measured: a third of ingest throughput). The loop's writes that find the lock held by our own
+# checkpoint wait for it asynchronously and then run on the loop again.
+CHECKPOINT_EVERY = 110
+# how long the checkpoint waits for other processes' readers and writers before doing what it can
+CHECKPOINT_BUSY_MS = 100
+
+
+BUSY_TIMEOUT_MS = 30_000  # the store thread's wait for a lock held by another process
 
 
 def _locked(exc: sqlite3.OperationalError) -> bool:
@@ -271,15 +279,21 @@ class SQLiteStore(Store):
 
     async def _run(self, op: Op[T], *, may_wait: bool = False) -> T:
         """Run `op` on the loop's connection, or on the store thread when it may wait (see the module
-        docstring): because it is unbounded, or because the file is locked right now."""
-        if self._loop_conn is None:
+        docstring): because it is unbounded, or because another connection holds the write lock."""
+        conn = self._loop_conn
+        if conn is None:
             raise RuntimeError("store is not open")
-        if self._thread_conn is None or not may_wait:  # an in-memory database has one connection
+        if self._thread_conn is None:  # an in-memory database: one connection, nothing else can lock it
+            return op(conn)
+        while not may_wait:
             try:
-                return op(self._loop_conn)
+                return op(conn)
             except sqlite3.OperationalError as exc:
-                if self._thread_conn is None or not _locked(exc):
+                if not _locked(exc):
                     raise
+            if self._checkpoint is None:
+                break  # another process (or a write queued on the thread) holds the lock: wait on the thread
+            await asyncio.wait([self._checkpoint])  # our own checkpoint: a few ms, then try again here
         return await asyncio.get_running_loop().run_in_executor(self._executor, op, self._thread_conn)
 
     @staticmethod
@@ -308,8 +322,14 @@ class SQLiteStore(Store):
         return result
 
     def _checkpoint_wal(self) -> None:
-        if self._thread_conn is not None:
-            self._thread_conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+        conn = self._thread_conn
+        if conn is None:
+            return
+        conn.execute(f"PRAGMA busy_timeout={CHECKPOINT_BUSY_MS}")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
     def _checkpoint_done(self, done: asyncio.Future[Any]) -> None:
         self._checkpoint = None
@@ -333,7 +353,7 @@ class SQLiteStore(Store):
             return conn
 
         def connect_both() -> None:
-            thread_conn = connect(timeout=30)
+            thread_conn = connect(timeout=BUSY_TIMEOUT_MS / 1000)
             thread_conn.executescript(SCHEMA)
             if self.path == ":memory:":
                 self._loop_conn = thread_conn  # a second connection would be a second database

@@ -63,8 +63,11 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     # be added after it, so bodies are limited before they are buffered here.
     app.add_middleware(IdempotencyMiddleware, runtime=runtime)
     app.add_middleware(BodyLimitMiddleware, max_bytes=lambda: runtime.settings.max_body_bytes)
-    for module in (threads, messages, actors, capabilities, events, keys, fetch):
-        app.include_router(module.router, prefix="/v1")
+    # Each router's routes go straight into the app's list (each carries its /v1 prefix): FastAPI 0.165
+    # keeps an included router whole and matches a request through it twice, ~60 µs per request (a tenth
+    # of a POST message, bench/ingest.py). Messages first: the hottest routes are tried first.
+    for module in (messages, threads, actors, capabilities, events, keys, fetch):
+        app.router.routes.extend(module.router.routes)
 
     @app.get("/health", tags=["health"], summary="Liveness (no key needed)")
     async def health() -> dict[str, str]:

@@ -11,7 +11,7 @@ from aitp.api.responses import FastJSONResponse
 from aitp.models import Actor, ActorInput, ActorList, DeletedObject, Identity
 from aitp.services import actors
 
-router = APIRouter(tags=["actors"], route_class=DirectRoute)
+router = APIRouter(prefix="/v1", tags=["actors"], route_class=DirectRoute)
 
 
 @router.get(

@@ -13,7 +13,7 @@ from aitp.api.responses import FastJSONResponse
 from aitp.models import Capability, CapabilityList, RegisterCapabilityRequest, ThreadCapabilities
 from aitp.services import capabilities, registration
 
-router = APIRouter(tags=["capabilities"], route_class=DirectRoute)
+router = APIRouter(prefix="/v1", tags=["capabilities"], route_class=DirectRoute)
 
 
 @router.get(

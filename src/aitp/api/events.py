@@ -16,7 +16,7 @@ from aitp.models import EventList, InboxEventList
 from aitp.runtime import Runtime
 from aitp.services import events, streams
 
-router = APIRouter(tags=["events"])
+router = APIRouter(prefix="/v1", tags=["events"])
 
 AfterSeq = Annotated[int, Query(ge=0, le=INT64_MAX, description="Return events with seq greater than this.")]
 AfterCursor = Annotated[

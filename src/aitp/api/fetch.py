@@ -11,7 +11,7 @@ from aitp.api.errors import KEYED, error_responses
 from aitp.api.responses import FastJSONResponse
 from aitp.services import fetch
 
-router = APIRouter(tags=["fetch"])
+router = APIRouter(prefix="/v1", tags=["fetch"])
 
 
 @router.get(

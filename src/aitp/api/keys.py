@@ -11,7 +11,7 @@ from aitp.api.responses import FastJSONResponse
 from aitp.models import ApiKeyList, CreatedApiKey, CreateKeyRequest, DeletedObject
 from aitp.services import keys
 
-router = APIRouter(tags=["keys"], route_class=DirectRoute)
+router = APIRouter(prefix="/v1", tags=["keys"], route_class=DirectRoute)
 
 
 @router.post(

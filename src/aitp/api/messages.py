@@ -13,7 +13,7 @@ from aitp.api.responses import FastJSONResponse
 from aitp.models import CreateMessageRequest, DeletedObject, ListPage, Message, ModifyMessageRequest
 from aitp.services import messages
 
-router = APIRouter(tags=["messages"], route_class=DirectRoute)
+router = APIRouter(prefix="/v1", tags=["messages"], route_class=DirectRoute)
 
 
 @router.post(

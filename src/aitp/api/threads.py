@@ -13,7 +13,7 @@ from aitp.api.responses import FastJSONResponse
 from aitp.models import CreateThreadRequest, DeletedObject, ListPage, ModifyThreadRequest, Thread
 from aitp.services import threads
 
-router = APIRouter(tags=["threads"], route_class=DirectRoute)
+router = APIRouter(prefix="/v1", tags=["threads"], route_class=DirectRoute)
 
 
 @router.post(

@@ -231,6 +231,26 @@ def test_every_alias_resolves_to_its_capability(registry: Registry) -> None:
             assert registry.resolve(alias["url"]) == CapabilityRef(info.id, Version(alias["version"]))
 
 
+def test_resolving_follows_capabilities_and_aliases_added_later() -> None:
+    # answers are remembered per URL: a URL that named nothing must name what is added afterwards
+    registry = Registry()
+    url = "https://aitp.dev/capabilities/acme-01-x/v1.0.0/schema.json"
+    alias = "https://acme.example/x.json"
+    assert registry.resolve(url) is None and registry.resolve(alias) is None
+    registry.add_capability("acme-01-x")
+    assert registry.resolve(url) == CapabilityRef("acme-01-x", Version("1.0.0"))
+    registry.add_alias(alias, CapabilityRef("acme-01-x", Version("1.0.0")))
+    assert registry.resolve(alias) == CapabilityRef("acme-01-x", Version("1.0.0"))
+
+
+def test_remembered_urls_are_bounded(monkeypatch: pytest.MonkeyPatch, registry: Registry) -> None:
+    monkeypatch.setattr(registry_module, "RESOLVED_URLS_KEPT", 10)
+    for i in range(25):
+        assert registry.resolve(f"https://example.com/{i}.json") is None
+    assert registry.resolve(DECISIONS.url) == DECISIONS
+    assert len(registry._resolved) <= 10
+
+
 # ------------------------------------------------------------------------------------------- loading
 
 

@@ -908,6 +908,18 @@ async def test_every_event_gets_a_store_wide_gid_in_commit_order(store: Store) -
     assert [e.gid for e in await store.list_events(a.id, after=0, limit=10)] == [gids[0], gids[1], gids[4]]
 
 
+async def test_threads_written_since_names_the_threads_of_the_next_events_and_the_last_gid(store: Store) -> None:
+    # what the tailer polls to wake other processes' followers: the threads, not the events' data
+    start = await store.last_event_gid()
+    assert await store.threads_written_since(start, limit=10) == (start, set())
+    a, _, _ = await make_thread(store, ("alice",), ("a1",))
+    b, _, _ = await make_thread(store, ("bob",), ("b1",))
+    gids = [e.gid for e in await store.events_since(start, limit=100)]
+    assert await store.threads_written_since(start, limit=100) == (gids[-1], {a.id, b.id})
+    assert await store.threads_written_since(start, limit=2) == (gids[1], {a.id})
+    assert await store.threads_written_since(gids[1], limit=100) == (gids[-1], {b.id})
+
+
 async def test_an_actor_inbox_holds_the_events_of_its_threads_from_joining_to_leaving(store: Store) -> None:
     shared, _, _ = await make_thread(store, ("alice", "bob"), ("hi",))
     await make_thread(store, ("bob",), ("bob alone",))

@@ -344,12 +344,18 @@ class Store(abc.ABC):
         """
         gid = await self.last_event_gid()
         while True:
-            events = await self.events_since(gid, limit=1000)
-            if events:
-                gid = events[-1].gid
-                yield {e.thread_id for e in events}
+            gid, thread_ids = await self.threads_written_since(gid, limit=1000)
+            if thread_ids:
+                yield thread_ids
             else:
                 await asyncio.sleep(poll_interval)
+
+    async def threads_written_since(self, after_gid: int, limit: int) -> tuple[int, set[str]]:
+        """What `watch_threads` polls: the last gid of the (at most `limit`) events after `after_gid`, and
+        their threads. This default reads whole events; a backend can read only those two fields (under
+        load the poll reads every event written, this process's own included)."""
+        events = await self.events_since(after_gid, limit)
+        return (events[-1].gid if events else after_gid), {e.thread_id for e in events}
 
     # capability registry
 

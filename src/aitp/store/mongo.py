@@ -626,6 +626,12 @@ class MongoStore(Store):
         cursor = self._db.events.find({"gid": {"$gt": after_gid}}).sort("gid", ASCENDING).limit(limit)
         return [_event(d) async for d in cursor]
 
+    async def threads_written_since(self, after_gid: int, limit: int) -> tuple[int, set[str]]:
+        query = {"gid": {"$gt": after_gid}}
+        cursor = self._db.events.find(query, {"gid": 1, "thread_id": 1}).sort("gid", ASCENDING).limit(limit)
+        docs = [d async for d in cursor]
+        return (int(docs[-1]["gid"]) if docs else after_gid), {d["thread_id"] for d in docs}
+
     async def list_inbox_events(self, actor_id: str, after_gid: int, limit: int) -> list[EventRecord]:
         query = {"audience": actor_id, "gid": {"$gt": after_gid}}
         return [_event(d) async for d in self._db.events.find(query).sort("gid", ASCENDING).limit(limit)]

@@ -806,6 +806,15 @@ class SQLiteStore(Store):
 
         return await self._run(op)
 
+    async def threads_written_since(self, after_gid: int, limit: int) -> tuple[int, set[str]]:
+        def op(conn: sqlite3.Connection) -> tuple[int, set[str]]:
+            rows = conn.execute(
+                "SELECT gid, thread_id FROM events WHERE gid > ? ORDER BY gid LIMIT ?", (after_gid, limit)
+            ).fetchall()
+            return (rows[-1][0] if rows else after_gid), {row[1] for row in rows}
+
+        return await self._run(op)
+
     async def list_inbox_events(self, actor_id: str, after_gid: int, limit: int) -> list[EventRecord]:
         def op(conn: sqlite3.Connection) -> list[EventRecord]:
             rows = conn.execute(

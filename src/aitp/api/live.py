@@ -183,15 +183,26 @@ async def _serve(websocket: WebSocket, stream: EventStream, post: Poster) -> Non
             else:
                 await send({"op": "posted", "ref": ref, "message": message})
 
-    tasks = [asyncio.create_task(events()), asyncio.create_task(requests())]
+    # Events are sent from this task and frames read in one more; whichever ends first ends the other. (One
+    # task per connection fewer than a task for each: thousands of idle connections is the common case.)
+    this = asyncio.current_task()
+    assert this is not None
+    reader = asyncio.create_task(requests())
+    sending = True
+
+    def reader_ended(_: asyncio.Task[None]) -> None:
+        if sending:
+            this.cancel()  # the peer left (or the reader failed): stop waiting for events
+
+    reader.add_done_callback(reader_ended)
     try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            with contextlib.suppress(WebSocketDisconnect, RuntimeError):
-                task.result()
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+            await events()
+    except asyncio.CancelledError:
+        if not reader.done() or this.uncancel() > 0:
+            raise  # cancelled from outside (server shutdown), not by reader_ended
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
-                await task
+        sending = False
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
+            await reader

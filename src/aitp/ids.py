@@ -10,17 +10,15 @@ import threading
 import time
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]  # every 10-bit value as two digits
 _lock = threading.Lock()
 _last_ms = 0
 _last_rand = 0
 
 
 def _encode(value: int, length: int) -> str:
-    chars = []
-    for _ in range(length):
-        value, rem = divmod(value, 32)
-        chars.append(_ALPHABET[rem])
-    return "".join(reversed(chars))
+    """`value` as `length` (even) base32 digits, most significant first, zero-padded; two at a time."""
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in range(5 * length - 10, -1, -10)])
 
 
 def new_id(prefix: str) -> str:
@@ -35,4 +33,4 @@ def new_id(prefix: str) -> str:
             _last_rand = int.from_bytes(os.urandom(10), "big") >> 1  # room to increment
         _last_ms = now
         rand = _last_rand
-    return f"{prefix}_{_encode(now, 10)}{_encode(rand, 16)}"
+    return f"{prefix}_{_encode((now << 80) | rand, 26)}"  # 10 digits of time, 16 of randomness

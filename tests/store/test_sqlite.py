@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from aitp.store import sqlite as sqlite_store
+from aitp.store.base import DuplicateRef
 from aitp.store.sqlite import SQLiteStore
-from tests.store.test_contract import ev, message_rec, thread_rec
+from tests.store.test_contract import ev, message_rec, ref_rec, thread_rec
 
 
 @pytest.fixture
@@ -120,7 +121,7 @@ async def test_the_wal_stays_bounded_under_steady_writes(store: SQLiteStore, mon
 async def test_writes_that_meet_a_checkpoint_wait_for_it_then_land(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 10)
+    monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 2)  # commits: concurrent appends share them
     checkpoints = []
     real_checkpoint = SQLiteStore._checkpoint_wal
 
@@ -157,6 +158,48 @@ async def test_writes_that_meet_a_checkpoint_wait_for_it_then_land(
     assert set(on_thread) == {"slow_checkpoint"}  # and every write ran on the loop, after waiting
     messages = await store.list_messages(thread_id, limit=1000, order="asc")
     assert [m.seq for m in messages] == list(range(2, 102))
+
+
+async def test_appends_arriving_together_share_one_commit(store: SQLiteStore) -> None:
+    thread_id = await new_thread(store)
+    commits = store._commits_since_checkpoint
+    stored = await asyncio.gather(
+        *(store.append_message(message_rec(thread_id, f"m{i}"), ev("thread.message.created")) for i in range(8))
+    )
+    assert [e.seq for e in stored if e is not None] == list(range(2, 10))  # in the order they were made
+    assert store._commits_since_checkpoint == commits + 1
+    assert [m.content[0]["text"]["value"] for m in await store.list_messages(thread_id, limit=20, order="asc")] == [
+        f"m{i}" for i in range(8)
+    ]
+
+
+async def test_an_append_that_fails_in_a_shared_commit_leaves_the_others(store: SQLiteStore) -> None:
+    thread_id = await new_thread(store)
+    first = message_rec(thread_id, "answer")
+    await store.append_message(first, ev("thread.message.created"), [ref_rec(thread_id, "decision", "r1", first)])
+    messages = [message_rec(thread_id, f"m{i}") for i in range(5)]
+    refs = [[ref_rec(thread_id, "decision", "r1", m)] if i == 2 else [] for i, m in enumerate(messages)]
+    outcomes = await asyncio.gather(
+        *(store.append_message(m, ev("thread.message.created"), r) for m, r in zip(messages, refs, strict=True)),
+        return_exceptions=True,
+    )
+    assert isinstance(outcomes[2], DuplicateRef)
+    assert [o.seq for o in outcomes if not isinstance(o, BaseException) and o is not None] == [3, 4, 5, 6]
+    stored = await store.list_messages(thread_id, limit=20, order="asc")
+    assert [m.id for m in stored] == [first.id] + [m.id for i, m in enumerate(messages) if i != 2]
+    events = await store.list_events(thread_id, after=0, limit=20)
+    assert [e.seq for e in events] == [1, 2, 3, 4, 5, 6]  # nothing of the refused one, no gap
+
+
+async def test_a_shared_commit_waits_on_the_thread_for_another_process_lock(store: SQLiteStore) -> None:
+    thread_id = await new_thread(store)
+    with write_lock_held_elsewhere(store.path):
+        pending = asyncio.gather(
+            *(store.append_message(message_rec(thread_id, f"m{i}"), ev("thread.message.created")) for i in range(4))
+        )
+        await asyncio.sleep(0.2)
+        assert not pending.done()
+    assert [e.seq for e in await asyncio.wait_for(pending, 10)] == [2, 3, 4, 5]
 
 
 async def test_an_in_memory_database_is_one_connection(tmp_path: Path) -> None:

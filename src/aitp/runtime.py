@@ -4,14 +4,28 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from aitp.capabilities.registry import Registry
 from aitp.config import Settings
 from aitp.events.hub import Hub
 from aitp.principals import PrincipalCache
+from aitp.recent import Recent
 from aitp.services.connections import StreamSlots
 from aitp.services.rate_limit import RateLimiter
 from aitp.store.base import Store
+
+if TYPE_CHECKING:
+    from aitp.services.access import ThreadView
+
+# How long a thread's actors, read for posting a message, may be reused. Every change to a thread (its
+# events) forgets them at once in this process, and within the event tailer's delay in the others.
+VIEW_TTL = 1.0
+MAX_VIEWS = 10_000
+
+
+def _views() -> Recent[str, ThreadView]:
+    return Recent(VIEW_TTL, MAX_VIEWS)
 
 
 @dataclass
@@ -24,6 +38,10 @@ class Runtime:
     rate_limiter: RateLimiter = field(default_factory=RateLimiter)  # requests per key (this process)
     stream_slots: StreamSlots = field(default_factory=StreamSlots)  # open live streams per key (this process)
     principals: PrincipalCache = field(default_factory=PrincipalCache)  # authenticated keys (this process)
+    views: Recent[str, ThreadView] = field(default_factory=_views)  # threads with their actors (this process)
+
+    def __post_init__(self) -> None:
+        self.hub.add_listener(self.views.forget)
 
 
 def now() -> int:

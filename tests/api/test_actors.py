@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.conftest import API
 
 DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
@@ -77,3 +79,31 @@ async def test_actor_input_is_validated(api: API) -> None:
         response = await root.post(f"/threads/{thread_id}/actors", json=body)
         assert response.status_code == 400, body
         assert response.json()["error"]["param"] == param, (body, response.json())
+
+
+async def test_a_post_right_after_a_membership_change_sees_it(api: API) -> None:
+    # posting reuses the thread's actors read by earlier posts: every change to them must be seen at once
+    root = await api.actor("root.near")
+    shop = await api.actor("shop.near")
+    pay = await api.actor("pay.near")
+    thread_id = (await root.post("/threads", json={"actors": [{"id": "shop.near"}]})).json()["id"]
+    decision = {
+        "$schema": DECISIONS,
+        "request_decision": {"id": "r1", "type": "radio", "title": "Pick", "options": [{"id": "a", "title": "A"}]},
+    }
+    assert (await shop.post(f"/threads/{thread_id}/messages", json={"content": "hi"})).status_code == 200
+    assert (await pay.post(f"/threads/{thread_id}/messages", json={"content": "x"})).status_code == 404
+    assert (await root.post(f"/threads/{thread_id}/actors", json={"id": "pay.near"})).status_code == 200
+    assert (await pay.post(f"/threads/{thread_id}/messages", json={"content": "joined"})).status_code == 200
+    assert (await root.delete(f"/threads/{thread_id}/actors/pay.near")).status_code == 200
+    assert (await pay.post(f"/threads/{thread_id}/messages", json={"content": "gone"})).status_code == 404
+    # capabilities too: nobody declared decisions, then everybody did
+    refused = await shop.post(f"/threads/{thread_id}/messages", json={"content": [json.dumps(decision)]})
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "capability_not_supported"
+    for actor, client in (("root.near", root), ("shop.near", shop)):
+        declared = await client.post(f"/threads/{thread_id}/actors", json={"id": actor, "capabilities": [DECISIONS]})
+        assert declared.status_code == 200, declared.text
+    accepted = await shop.post(f"/threads/{thread_id}/messages", json={"content": [json.dumps(decision)]})
+    assert accepted.status_code == 200, accepted.text
+    assert (await root.delete(f"/threads/{thread_id}")).status_code == 200
+    assert (await shop.post(f"/threads/{thread_id}/messages", json={"content": "after"})).status_code == 404

@@ -17,6 +17,7 @@ from aitp.ids import new_id
 from aitp.store import Store, open_store
 from aitp.store.base import (
     ActorRecord,
+    AuthorNotMember,
     CapabilityRef,
     CapabilityVersionRecord,
     DuplicateRef,
@@ -558,7 +559,7 @@ async def test_removing_the_member_of_one_thread_leaves_other_threads_alone(stor
 
 
 async def test_append_message_takes_the_next_seq_and_sets_it_on_the_message(store: Store) -> None:
-    thread, _, _ = await make_thread(store, ("alice",), ("one",))
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ("one",))
     message = message_rec(
         thread.id,
         "two",
@@ -947,14 +948,19 @@ async def test_the_deletion_event_reaches_the_inboxes_of_every_former_member(sto
 
 
 async def test_commit_listeners_hear_of_every_write_to_a_thread(store: Store) -> None:
-    heard: list[str] = []
-    store.add_commit_listener(heard.append)
+    # and whether the thread itself (its record, its actors) changed, or only its messages
+    heard: list[tuple[str, bool]] = []
+    store.add_commit_listener(lambda thread_id, changed: heard.append((thread_id, changed)))
     thread, _, _ = await make_thread(store, ("alice",))
-    await post(store, thread.id)
+    message = await post(store, thread.id)
+    await store.update_message_metadata(thread.id, message.id, {"k": "v"}, Renderer("thread.message.updated"))
     await store.put_actor(actor_rec(thread.id, "bob"), Renderer("thread.actor.added"))
     await store.remove_actor(thread.id, "bob", ev("thread.actor.removed"))
+    await store.update_thread(thread.id, {"metadata": {"a": "b"}}, Renderer("thread.updated"))
+    await store.delete_message(thread.id, message.id, ev("thread.message.deleted"))
     await store.delete_thread(thread.id, ev("thread.deleted"))
-    assert heard == [thread.id] * 5
+    changed = [True, False, False, True, True, True, False, True]
+    assert heard == [(thread.id, c) for c in changed]
 
 
 # --- capability registry ---------------------------------------------------------------------
@@ -1133,6 +1139,23 @@ async def test_refs_are_stored_with_their_message_and_found_by_kind_and_id(store
     assert await store.get_ref(thread.id, "request_decision", "r1") == ref
     assert await store.get_ref(thread.id, "decision", "r1") is None
     assert await store.get_ref("thread_other", "request_decision", "r1") is None
+
+
+async def test_an_append_by_an_actor_not_in_the_thread_writes_nothing(store: Store) -> None:
+    """Membership is checked in the append's own transaction: an actor removed since it was read cannot post."""
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ())
+    await post(store, thread.id, "from bob", actor="bob")
+    await store.remove_actor(thread.id, "bob", ev("thread.actor.removed"))
+    late = message_rec(thread.id, "too late", actor="bob")
+    with pytest.raises(AuthorNotMember) as raised:
+        await store.append_message(late, message_created(late), [ref_rec(thread.id, "decision", "r9", late)])
+    assert raised.value.actor == "bob"
+    assert await store.get_message(thread.id, late.id) is None
+    assert await store.get_ref(thread.id, "decision", "r9") is None
+    assert await seqs(store, thread.id) == [1, 2, 3]
+    with pytest.raises(AuthorNotMember):
+        stranger = message_rec(thread.id, "who?", actor="carol")
+        await store.append_message(stranger, message_created(stranger))
 
 
 async def test_a_second_ref_with_the_same_key_writes_nothing(store: Store) -> None:

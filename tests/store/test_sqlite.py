@@ -17,7 +17,7 @@ import pytest
 from aitp.store import sqlite as sqlite_store
 from aitp.store.base import DuplicateRef
 from aitp.store.sqlite import SQLiteStore
-from tests.store.test_contract import ev, message_rec, ref_rec, thread_rec
+from tests.store.test_contract import actor_rec, ev, message_rec, ref_rec, thread_rec
 
 
 @pytest.fixture
@@ -57,8 +57,9 @@ class Ticker:
 
 
 async def new_thread(store: SQLiteStore) -> str:
+    """A thread whose actor is alice, who writes the messages `message_rec` makes."""
     thread = thread_rec()
-    await store.create_thread(thread, [], ev("thread.created"), [])
+    await store.create_thread(thread, [actor_rec(thread.id, "alice")], ev("thread.created"), [])
     return thread.id
 
 

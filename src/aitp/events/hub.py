@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Callable
 
 import orjson
 
@@ -148,10 +149,21 @@ class Hub:
         self.any_event = Signal()  # fired for every thread: actor inboxes wait on it
         self._feeds: dict[str, ThreadFeed] = {}
         self._tailer: asyncio.Task[None] | None = None
+        self._listeners: list[Callable[[str], None]] = []
         store.add_commit_listener(self.notify)
 
-    def notify(self, thread_id: str) -> None:
-        """Something was written to `thread_id`: wake whoever follows it."""
+    def add_listener(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(thread_id)` when a thread's record or actors may have changed: at once for this
+        process's writes, when the tailer sees the thread's events for other processes' (it cannot tell
+        what they changed: any event of the thread counts)."""
+        self._listeners.append(listener)
+
+    def notify(self, thread_id: str, thread_changed: bool = True) -> None:
+        """Something was written to `thread_id`: wake whoever follows it (and tell the listeners, unless
+        only its messages changed)."""
+        if thread_changed:
+            for listener in self._listeners:
+                listener(thread_id)
         feed = self._feeds.get(thread_id)
         if feed is not None:
             feed.poke()

@@ -21,15 +21,26 @@ class ThreadView:
         return next((a for a in self.actors if a.id == actor_id), None)
 
 
-async def readable_thread(rt: Runtime, principal: Principal, thread_id: str) -> ThreadView:
-    """The thread if the principal is a member (or admin); 404 otherwise."""
-    found = await rt.store.get_thread_with_actors(thread_id)
-    if found is None:
+async def readable_thread(rt: Runtime, principal: Principal, thread_id: str, *, recent: bool = False) -> ThreadView:
+    """The thread if the principal is a member (or admin); 404 otherwise.
+
+    `recent`: a view read up to `runtime.VIEW_TTL` ago will do, unless the thread changed since (then this
+    process forgot it: at once for its own writes, within the event tailer's delay for other processes').
+    The view is shared by the requests that reuse it: read it, never change it."""
+    if recent:
+        view = await rt.views.get(thread_id, lambda: _load_view(rt, thread_id))
+    else:
+        view = await _load_view(rt, thread_id)
+    if view is None:
         raise thread_not_found(thread_id)
-    view = ThreadView(*found)
     if not principal.admin and view.member(principal.actor) is None:
         raise thread_not_found(thread_id)
     return view
+
+
+async def _load_view(rt: Runtime, thread_id: str) -> ThreadView | None:
+    found = await rt.store.get_thread_with_actors(thread_id)
+    return None if found is None else ThreadView(*found)
 
 
 def acting_actor(principal: Principal, requested: object, param: str = "metadata.actor") -> str:

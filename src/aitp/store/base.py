@@ -76,6 +76,14 @@ class DuplicateRef(Exception):
         self.ref_id = ref_id
 
 
+class AuthorNotMember(Exception):
+    """An append whose author is not (or no longer) an actor of the thread."""
+
+    def __init__(self, actor: str) -> None:
+        super().__init__(f"{actor!r} is not an actor of the thread")
+        self.actor = actor
+
+
 @dataclass
 class NewEvent:
     """An event to append; the store gives it the thread's next seq."""
@@ -173,7 +181,9 @@ MessageEventRenderer = Callable[[MessageRecord], NewEvent]
 MembershipFollowUp = Callable[[list[ActorRecord], list[ActorRecord]], NewEvent | None]
 
 
-CommitListener = Callable[[str], None]  # called with a thread id after a write to that thread committed
+# called after a write to a thread committed: (thread id, whether the thread's record or actors changed,
+# not only its messages)
+CommitListener = Callable[[str, bool], None]
 
 
 class Store(abc.ABC):
@@ -191,12 +201,13 @@ class Store(abc.ABC):
         self._idempotency_purge_due = float("-inf")
 
     def add_commit_listener(self, listener: CommitListener) -> None:
-        """Call `listener(thread_id)` after every committed write that appended events to that thread."""
+        """Call `listener(thread_id, thread_changed)` after every committed write that appended events to that
+        thread; `thread_changed` is False when only its messages changed (not its record or its actors)."""
         self._commit_listeners.append(listener)
 
-    def _committed(self, thread_id: str) -> None:
+    def _committed(self, thread_id: str, thread_changed: bool = True) -> None:
         for listener in self._commit_listeners:
-            listener(thread_id)
+            listener(thread_id, thread_changed)
 
     @abc.abstractmethod
     async def open(self) -> None:
@@ -274,7 +285,9 @@ class Store(abc.ABC):
         self, message: MessageRecord, event: NewEvent, refs: Sequence[CapabilityRef] = ()
     ) -> EventRecord | None:
         """Store a message, its event and its capability refs under one new seq (also set on
-        `message`); None if no thread. Raises DuplicateRef, writing nothing, if a ref exists."""
+        `message`); None if no thread. Raises DuplicateRef, writing nothing, if a ref exists, and
+        AuthorNotMember, writing nothing, if `message.actor` is not an actor of the thread (checked in the
+        same transaction: the service may have validated the message against actors read earlier)."""
 
     @abc.abstractmethod
     async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None: ...

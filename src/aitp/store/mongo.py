@@ -24,6 +24,7 @@ from pymongo.write_concern import WriteConcern
 from aitp.store.base import (
     ActorEventRenderer,
     ActorRecord,
+    AuthorNotMember,
     CapabilityRef,
     CapabilityVersionRecord,
     DuplicateRef,
@@ -286,10 +287,10 @@ class MongoStore(Store):
             thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid
         )
 
-    async def _commit(self, thread_id: str, fn: Callable[[Session], Awaitable[T]]) -> T:
+    async def _commit(self, thread_id: str, fn: Callable[[Session], Awaitable[T]], *, thread_changed: bool = True) -> T:
         """Run a write in one transaction, then tell the commit listeners about the thread."""
         result = await self._transaction(fn)
-        self._committed(thread_id)
+        self._committed(thread_id, thread_changed)
         return result
 
     async def _insert_refs(self, session: Session, refs: Sequence[CapabilityRef]) -> None:
@@ -506,13 +507,16 @@ class MongoStore(Store):
         async def op(session: Session) -> EventRecord | None:
             if await self._live_thread(message.thread_id, session) is None:
                 return None
+            member = {"thread_id": message.thread_id, "actor_id": message.actor}
+            if await self._db.thread_actors.find_one(member, {"_id": 1}, session=session) is None:
+                raise AuthorNotMember(message.actor)
             await self._insert_refs(session, refs)
             stored = await self._append_event(session, message.thread_id, event)
             message.seq = stored.seq
             await self._db.messages.insert_one(_message_doc(message), session=session)
             return stored
 
-        return await self._commit(message.thread_id, op)
+        return await self._commit(message.thread_id, op, thread_changed=False)
 
     async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None:
         doc = await self._db.capability_refs.find_one({"_id": f"{thread_id}|{kind}|{ref_id}"})
@@ -569,7 +573,7 @@ class MongoStore(Store):
             message = _message(doc)
             return message, await self._append_event(session, thread_id, render(message))
 
-        return await self._commit(thread_id, op)
+        return await self._commit(thread_id, op, thread_changed=False)
 
     async def delete_message(self, thread_id: str, message_id: str, event: NewEvent) -> EventRecord | None:
         async def op(session: Session) -> EventRecord | None:
@@ -582,7 +586,7 @@ class MongoStore(Store):
             await self._db.capability_refs.delete_many({"message_id": message_id}, session=session)
             return await self._append_event(session, thread_id, event)
 
-        return await self._commit(thread_id, op)
+        return await self._commit(thread_id, op, thread_changed=False)
 
     # events
 

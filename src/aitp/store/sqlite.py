@@ -39,6 +39,7 @@ import orjson
 from aitp.store.base import (
     ActorEventRenderer,
     ActorRecord,
+    AuthorNotMember,
     CapabilityRef,
     CapabilityVersionRecord,
     DuplicateRef,
@@ -423,10 +424,10 @@ class SQLiteStore(Store):
             thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid or 0
         )
 
-    async def _commit(self, thread_id: str, op: Op[T], *, may_wait: bool = False) -> T:
+    async def _commit(self, thread_id: str, op: Op[T], *, may_wait: bool = False, thread_changed: bool = True) -> T:
         """Run a write op in its own transaction, then tell the commit listeners about the thread."""
         result = await self._write(op, may_wait=may_wait)
-        self._committed(thread_id)
+        self._committed(thread_id, thread_changed)
         return result
 
     async def _commit_in_batch(self, thread_id: str, op: Op[T]) -> T:
@@ -442,7 +443,7 @@ class SQLiteStore(Store):
             self._batch_tasks.add(task)  # the loop keeps only weak references to tasks
             task.add_done_callback(self._batch_tasks.discard)
         result = await future
-        self._committed(thread_id)
+        self._committed(thread_id, thread_changed=False)
         return result
 
     async def _commit_batch(self) -> None:
@@ -718,6 +719,11 @@ class SQLiteStore(Store):
         def op(conn: sqlite3.Connection) -> EventRecord | None:
             if self._live_thread(conn, message.thread_id) is None:
                 return None
+            member = conn.execute(
+                "SELECT 1 FROM thread_actors WHERE thread_id = ? AND actor_id = ?", (message.thread_id, message.actor)
+            ).fetchone()
+            if member is None:
+                raise AuthorNotMember(message.actor)
             self._insert_refs(conn, refs)
             stored = self._append_event(conn, message.thread_id, event)
             message.seq = stored.seq
@@ -796,7 +802,7 @@ class SQLiteStore(Store):
             )
             return message, self._append_event(conn, thread_id, render(message))
 
-        return await self._commit(thread_id, op)
+        return await self._commit(thread_id, op, thread_changed=False)
 
     async def delete_message(self, thread_id: str, message_id: str, event: NewEvent) -> EventRecord | None:
         def op(conn: sqlite3.Connection) -> EventRecord | None:
@@ -809,7 +815,7 @@ class SQLiteStore(Store):
             conn.execute("DELETE FROM capability_refs WHERE message_id = ?", (message_id,))
             return self._append_event(conn, thread_id, event)
 
-        return await self._commit(thread_id, op)
+        return await self._commit(thread_id, op, thread_changed=False)
 
     # events
 

@@ -243,6 +243,25 @@ def test_resolving_follows_capabilities_and_aliases_added_later() -> None:
     assert registry.resolve(alias) == CapabilityRef("acme-01-x", Version("1.0.0"))
 
 
+def test_every_change_bumps_the_generation_and_derived_declarations_follow() -> None:
+    from aitp.services.access import ThreadView
+    from aitp.store.base import ActorRecord, ThreadRecord
+
+    url = "https://acme.example/orders.json"
+    view = ThreadView(
+        ThreadRecord(id="thread_1", created_at=0, creator="a"),
+        [ActorRecord(thread_id="thread_1", id="a", capabilities=[{"schema": url}])],
+    )
+    registry = Registry.from_directory(default_directory())  # its own: this test changes it
+    before = registry.generation
+    assert view.declarations(registry)[0].unknown == [{"schema": url}]
+    assert view.declarations(registry) is view.declarations(registry)  # resolved once per registry state
+    registry.add_alias(url, DECISIONS)
+    assert registry.generation > before
+    assert view.declarations(registry)[0].unknown == []
+    assert view.declarations(registry)[0].support["aitp-02-decisions"].majors == {1}
+
+
 def test_remembered_urls_are_bounded(monkeypatch: pytest.MonkeyPatch, registry: Registry) -> None:
     monkeypatch.setattr(registry_module, "RESOLVED_URLS_KEPT", 10)
     for i in range(25):

@@ -70,7 +70,7 @@ def resolve_declarations(registry: Registry, actor: ActorRecord) -> ActorDeclara
 
 def negotiate(registry: Registry, actors: Sequence[ActorRecord]) -> dict[str, Any]:
     """The thread's capability table: per capability any actor declared, the version all can read."""
-    resolved = [resolve_declarations(registry, a) for a in actors]
+    resolved = resolve_all(registry, actors)
     capability_ids = sorted({cid for r in resolved for cid in r.support})
     table = []
     for capability_id in capability_ids:
@@ -94,11 +94,13 @@ def support_for(declarations: ActorDeclarations, capability_id: str) -> Support:
     return declarations.support.get(capability_id, Support())
 
 
-def unable_to_read(registry: Registry, actors: Sequence[ActorRecord], capability_id: str, major: int) -> list[str]:
+def resolve_all(registry: Registry, actors: Sequence[ActorRecord]) -> list[ActorDeclarations]:
+    return [resolve_declarations(registry, a) for a in actors]
+
+
+def unable_to_read(
+    registry: Registry, declarations: Sequence[ActorDeclarations], capability_id: str, major: int
+) -> list[str]:
     """Actors that declared no support for `major` of the capability (senders included)."""
     known = registry.versions(capability_id)
-    return [
-        a.id
-        for a in actors
-        if not support_for(resolve_declarations(registry, a), capability_id).admits_major(major, known)
-    ]
+    return [d.actor for d in declarations if not support_for(d, capability_id).admits_major(major, known)]

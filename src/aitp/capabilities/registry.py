@@ -318,6 +318,7 @@ class Registry:
         # URL -> what it resolves to: every capability message and every actor's declarations name one, on
         # every request (~3 us to parse each time). Cleared whenever the registry changes.
         self._resolved: dict[str, CapabilityRef | None] = {}
+        self.generation = 0  # bumped by every change: what was derived from an older one is stale
 
     # ----------------------------------------------------------------- loading
 
@@ -399,7 +400,7 @@ class Registry:
         """Create a capability entry (no versions yet), or retitle an existing one."""
         info = self._infos.get(capability_id)
         if info is None:
-            self._resolved.clear()
+            self._changed()
             self._infos[capability_id] = CapabilityInfo(
                 capability_id, title or capability_id, description or "", [], []
             )
@@ -412,12 +413,16 @@ class Registry:
     def add_version(self, compiled: CompiledVersion) -> None:
         """Make a compiled version resolvable and usable; its capability must have been added."""
         ref = compiled.version.ref
-        self._resolved.clear()
+        self._changed()
         self._versions[ref] = compiled.version
         self._compiled[ref] = compiled
         info = self._infos.get(ref.id)
         if info is not None and ref.version not in info.versions:
             info.versions = sorted([*info.versions, ref.version])
+
+    def _changed(self) -> None:
+        self._resolved.clear()
+        self.generation += 1
 
     def check_alias(self, url: str, ref: CapabilityRef) -> None:
         """AliasRefused unless `url` could become an alias of `ref` (see `add_alias`)."""
@@ -434,7 +439,7 @@ class Registry:
     def add_alias(self, url: str, ref: CapabilityRef) -> None:
         """Let `url` resolve to `ref`; AliasRefused if it is not an http(s) URL or already means something else."""
         self.check_alias(url, ref)
-        self._resolved.clear()
+        self._changed()
         self._aliases[_normalize_url(url)] = ref  # type: ignore[index]
         info = self._infos[ref.id]
         entry = {"url": url, "version": version_text(ref.version)}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aitp.auth import Principal
+from aitp.capabilities.negotiate import ActorDeclarations, resolve_all
+from aitp.capabilities.registry import Registry
 from aitp.errors import InvalidRequest, PermissionDenied, thread_not_found
 from aitp.runtime import Runtime
 from aitp.store.base import ActorRecord, ThreadRecord
@@ -12,13 +14,20 @@ from aitp.store.base import ActorRecord, ThreadRecord
 
 @dataclass
 class ThreadView:
-    """A thread with its current actors, as loaded for one request."""
+    """A thread with its current actors, as loaded for one request (or reused: see `readable_thread`)."""
 
     thread: ThreadRecord
     actors: list[ActorRecord]
+    _declarations: tuple[int, list[ActorDeclarations]] | None = field(default=None, repr=False, compare=False)
 
     def member(self, actor_id: str) -> ActorRecord | None:
         return next((a for a in self.actors if a.id == actor_id), None)
+
+    def declarations(self, registry: Registry) -> list[ActorDeclarations]:
+        """The actors' capability declarations resolved against `registry` (once per registry change)."""
+        if self._declarations is None or self._declarations[0] != registry.generation:
+            self._declarations = (registry.generation, resolve_all(registry, self.actors))
+        return self._declarations[1]
 
 
 async def readable_thread(rt: Runtime, principal: Principal, thread_id: str, *, recent: bool = False) -> ThreadView:

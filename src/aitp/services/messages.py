@@ -55,7 +55,7 @@ def build_message(
         rt.registry,
         content,
         sender=actor,
-        actors=view.actors,
+        declarations=view.declarations(rt.registry),
         accept_unknown=rt.settings.unknown_capabilities == "accept",
         max_depth=rt.settings.max_json_depth,
     )

@@ -28,7 +28,7 @@ RESULTS = BENCH / "results"
 # name -> (arguments for a full run, arguments for --quick, time limit in seconds)
 BENCHMARKS: dict[str, tuple[list[str], list[str], float]] = {
     "validation": (["--rounds", "7"], ["--rounds", "3"], 180),
-    "ingest": (["--rounds", "3", "--duration", "5"], ["--rounds", "1", "--duration", "2"], 300),
+    "ingest": (["--rounds", "5", "--duration", "4"], ["--rounds", "1", "--duration", "2"], 300),
     "fanout": (["--subscribers", "1000", "--messages", "50"], ["--subscribers", "300", "--messages", "15"], 300),
     "scale": (
         ["--sizes", "1000,100000,1000000", "--threads", "100000", "--samples", "100"],

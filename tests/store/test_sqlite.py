@@ -161,14 +161,23 @@ async def test_writes_that_meet_a_checkpoint_wait_for_it_then_land(
     assert [m.seq for m in messages] == list(range(2, 102))
 
 
-async def test_appends_arriving_together_share_one_commit(store: SQLiteStore) -> None:
+async def test_appends_arriving_together_share_one_commit(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     thread_id = await new_thread(store)
+    transactions = []
+    write = store._write
+
+    async def counted(op: Any, **options: Any) -> Any:
+        transactions.append(op)
+        return await write(op, **options)
+
+    monkeypatch.setattr(store, "_write", counted)
     commits = store._commits_since_checkpoint
     stored = await asyncio.gather(
         *(store.append_message(message_rec(thread_id, f"m{i}"), ev("thread.message.created")) for i in range(8))
     )
     assert [e.seq for e in stored if e is not None] == list(range(2, 10))  # in the order they were made
-    assert store._commits_since_checkpoint == commits + 1
+    assert len(transactions) == 1
+    assert store._commits_since_checkpoint == commits + 8  # the checkpoint pace counts the messages
     assert [m.content[0]["text"]["value"] for m in await store.list_messages(thread_id, limit=20, order="asc")] == [
         f"m{i}" for i in range(8)
     ]
@@ -201,6 +210,24 @@ async def test_a_shared_commit_waits_on_the_thread_for_another_process_lock(stor
         await asyncio.sleep(0.2)
         assert not pending.done()
     assert [e.seq for e in await asyncio.wait_for(pending, 10)] == [2, 3, 4, 5]
+
+
+async def test_closing_lets_the_appends_under_way_commit(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "closing.db")
+    await store.open()
+    thread_id = await new_thread(store)
+    pending = asyncio.gather(
+        *(store.append_message(message_rec(thread_id, f"m{i}"), ev("thread.message.created")) for i in range(3))
+    )
+    await asyncio.sleep(0)  # they are waiting for their shared commit
+    await store.close()
+    assert [e.seq for e in await pending] == [2, 3, 4]
+    reopened = SQLiteStore(tmp_path / "closing.db")
+    await reopened.open()
+    try:
+        assert len(await reopened.list_messages(thread_id, limit=10, order="asc")) == 3
+    finally:
+        await reopened.close()
 
 
 async def test_an_in_memory_database_is_one_connection(tmp_path: Path) -> None:

@@ -466,31 +466,29 @@ def ratios(result: dict[str, Any], sizes: list[int]) -> dict[str, Any]:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    p, loading = result["parameters"], result["loading"]
-    print(
-        f"scale (SQLite, {result['db_mib']} MiB file): threads of {', '.join(f'{s:,}' for s in p['sizes'])} messages "
-        f"and {p['threads']:,} extra threads; load {result['machine']['loadavg']}"
-    )
-    print(
-        "  loaded: threads through the store API, messages and extra threads with direct SQL in the store's row "
-        "shapes (" + ", ".join(f"{k} {v:.1f}" for k, v in loading.items()) + ")"
-    )
-    print_figures(result, p)
+    loaded_with = "direct SQL in the store's row shapes"
+    title = f"SQLite, {result['db_mib']} MiB file"
+    print_block(title, loaded_with, result, result["parameters"], result["machine"]["loadavg"])
 
 
 def print_mongodb_table(section: dict[str, Any], p: dict[str, Any]) -> None:
-    server, loading = section["server"], section["loading"]
+    server = section["server"]
     storage = "" if section["storage_mib"] is None else f", {section['storage_mib']} MiB data+indexes"
+    title = f"MongoDB {server['version'] or '?'} at {server['hosts']}, database {server['database']}{storage}"
+    print_block(title, "insert_many in MongoStore's document shapes", section, p, section["loadavg"])
+
+
+def print_block(title: str, loaded_with: str, result: dict[str, Any], p: dict[str, Any], loadavg: Any) -> None:
     print(
-        f"scale (MongoDB {server['version'] or '?'} at {server['hosts']}, database {server['database']}{storage}): "
-        f"threads of {', '.join(f'{s:,}' for s in p['sizes'])} messages and {p['threads']:,} extra threads; "
-        f"load {section['loadavg']}"
+        f"scale ({title}): threads of {', '.join(f'{s:,}' for s in p['sizes'])} messages "
+        f"and {p['threads']:,} extra threads; load {loadavg}"
     )
     print(
-        "  loaded: threads through the store API, messages and extra threads with insert_many in MongoStore's "
-        "document shapes (" + ", ".join(f"{k} {v:.1f}" for k, v in loading.items()) + ")"
+        f"  loaded: threads through the store API, messages and extra threads with {loaded_with} ("
+        + ", ".join(f"{k} {v:.1f}" for k, v in result["loading"].items())
+        + ")"
     )
-    print_figures(section, p)
+    print_figures(result, p)
 
 
 def print_figures(result: dict[str, Any], p: dict[str, Any]) -> None:

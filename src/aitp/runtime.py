@@ -18,8 +18,9 @@ from aitp.store.base import Store
 if TYPE_CHECKING:
     from aitp.services.access import ThreadView
 
-# How long a thread's actors, read for posting a message, may be reused. Every change to a thread (its
-# events) forgets them at once in this process, and within the event tailer's delay in the others.
+# How long a thread's actors, read for posting a message, may be reused. A change to the thread's record
+# or actors made through this process forgets them at once; any write to the thread by another process,
+# when the event tailer sees it. (The append rechecks the author's membership in its own transaction.)
 VIEW_TTL = 1.0
 MAX_VIEWS = 10_000
 

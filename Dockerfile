@@ -7,6 +7,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# the wheel built from these carries the shipped capabilities and the web UI inside the package
 COPY pyproject.toml README.md ./
 COPY src/ ./src/
 COPY schemas/ ./schemas/
@@ -19,9 +20,7 @@ RUN pip install --no-cache-dir . \
     && mkdir -p /data \
     && chown aitp:aitp /data
 
-ENV AITP_STORE=sqlite:////data/aitp.db \
-    AITP_CAPABILITIES_DIR=/app/capabilities \
-    AITP_WEB_DIR=/app/web
+ENV AITP_STORE=sqlite:////data/aitp.db
 VOLUME /data
 
 USER aitp

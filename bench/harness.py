@@ -14,7 +14,6 @@ import json
 import os
 import platform
 import resource
-import shutil
 import signal
 import subprocess
 import sys
@@ -180,7 +179,7 @@ class Sampler:
 
     def __init__(self, pid: int, out: Path, seconds: float | None = None, rate: int = 250) -> None:
         self.command = [
-            shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"),
+            str(Path(sys.executable).parent / "py-spy"),  # the bench extra's, beside this interpreter
             "record", "-p", str(pid), "-r", str(rate), "-f", "raw", "-o", str(out), "--gil", "--threads",
         ]  # fmt: skip
         if seconds is not None:  # else it samples until the block ends

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
+import sys
+import sysconfig
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +24,10 @@ ADMIN_KEY_BANNER = "created the admin key"
 
 
 def aitp(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the installed `aitp` console script with no AITP_* settings from the environment."""
-    executable = shutil.which("aitp")
-    assert executable, "the `aitp` console script is not installed (pip install -e .)"
+    """Run `aitp` from the interpreter running the tests (never from PATH), with no AITP_* settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AITP_")}
-    return subprocess.run([executable, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+    command = [sys.executable, "-m", "aitp", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
 
 
 def bearer(key: str) -> dict[str, str]:
@@ -45,6 +45,21 @@ def server(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
     process = start_server(store_url, tmp_path / "serve.log", {"AITP_ADMIN_KEY": ADMIN_KEY})
     yield process
     process.stop()
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def test_console_script_is_installed_beside_the_interpreter() -> None:
+    """The install puts an `aitp` script in this environment's scripts directory (found without PATH),
+    and it is the same command as `python -m aitp`."""
+    script = Path(sysconfig.get_path("scripts")) / "aitp"
+    assert script.is_file(), f"no console script at {script}: install the project (pip install -e .)"
+    env = {k: v for k, v in os.environ.items() if k != "PATH"}
+    by_script = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=env, timeout=60)
+    assert by_script.returncode == 0, by_script.stderr
+    assert by_script.stdout == aitp("--help").stdout
+    assert "serve" in by_script.stdout and "keys" in by_script.stdout
 
 
 # --------------------------------------------------------------------------- aitp serve

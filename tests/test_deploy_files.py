@@ -267,9 +267,15 @@ def test_dockerfile_installs_the_package_without_pip_cache():
 
 
 def test_dockerfile_copies_the_expected_sources():
-    """Project metadata, README, code and wire schemas are copied (data dirs join as they appear)."""
+    """Project metadata, README, code, wire schemas and the shipped files the wheel packs are copied."""
     sources = {s.rstrip("/") for s in _copy_sources()}
-    assert {"pyproject.toml", "README.md", "src", "schemas", "capabilities"} <= sources
+    assert {"pyproject.toml", "README.md", "src", "schemas", "capabilities", "web"} <= sources
+
+
+def test_dockerfile_relies_on_the_installed_package_for_shipped_files():
+    """The installed wheel carries the capabilities and the UI: no directory overrides are needed."""
+    settings = " ".join(_instruction_args("ENV"))
+    assert "AITP_CAPABILITIES_DIR" not in settings and "AITP_WEB_DIR" not in settings
 
 
 @pytest.mark.parametrize("source", _copy_sources() if DOCKERFILE.is_file() else [])

@@ -19,6 +19,7 @@ from aitp.config import Settings
 from aitp.events.hub import Hub
 from aitp.runtime import Runtime
 from aitp.services import registration
+from aitp.shipped import shipped_directory
 from aitp.store import Store, open_store
 
 
@@ -74,11 +75,6 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         return {"status": "ok", "version": __version__}
 
     # the chat UI: plain ES modules and CSS, no build step; mounted last so API routes win
-    web = Path(settings.web_dir) if settings.web_dir else web_directory()
+    web = Path(settings.web_dir) if settings.web_dir else shipped_directory("web")
     app.router.routes.append(WebMount("/", StaticFiles(directory=web, html=True, check_dir=False), name="web"))
     return app
-
-
-def web_directory() -> Path:
-    """The repository's `web/` directory (the reference chat UI)."""
-    return Path(__file__).resolve().parents[2] / "web"

@@ -16,8 +16,8 @@ class Settings:
     admin_key: str | None = None
     host: str = "127.0.0.1"
     port: int = 8000
-    capabilities_dir: str | None = None  # None: the repository's capabilities/ directory
-    web_dir: str | None = None  # None: the repository's web/ directory (the chat UI)
+    capabilities_dir: str | None = None  # None: the shipped capabilities (aitp.shipped)
+    web_dir: str | None = None  # None: the shipped chat UI (aitp.shipped)
     unknown_capabilities: Literal["reject", "accept"] = "reject"
     stream_buffer: int = 1024  # events buffered per live subscriber before it is closed as too slow
     keepalive_seconds: float = 15.0  # SSE comment / WebSocket ping interval

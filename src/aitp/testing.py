@@ -45,16 +45,25 @@ class ServerProcess:
 
 
 def start_server(
-    store_url: str, log: Path, env: dict[str, str] | None = None, timeout: float = 20, port: int | None = None
+    store_url: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 20,
+    port: int | None = None,
+    command: list[str] | None = None,
+    cwd: Path | None = None,
 ) -> ServerProcess:
-    """Start `aitp serve` (on `port`, else a free one) and wait until /health answers; RuntimeError if it won't."""
+    """Start `aitp serve` (on `port`, else a free one) and wait until /health answers; RuntimeError if it won't.
+
+    `command` is how `aitp` is invoked (default: `python -m aitp` from this interpreter)."""
     port = port or free_port()
     with log.open("wb") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-m", "aitp.cli", "serve", "--port", str(port)],
+            [*(command or [sys.executable, "-m", "aitp"]), "serve", "--port", str(port)],
             stdout=handle,
             stderr=subprocess.STDOUT,
             env={**os.environ, "AITP_STORE": store_url, **(env or {})},
+            cwd=cwd,
         )
     server = ServerProcess(process, port, log)
     deadline = time.monotonic() + timeout

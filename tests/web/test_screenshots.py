@@ -2,7 +2,7 @@
 `request_decision` example and a `request_data` form over HTTP, the user opens them in the UI.
 
 Takes products-decision.png and data-request-form.png on every run; with AITP_UPDATE_SCREENSHOTS=1 it
-writes them to web/screenshots/ (the README's copies), otherwise to the test's temporary directory, so a
+writes them to docs/screenshots/ (the README's copies), otherwise to the test's temporary directory, so a
 test run leaves the checkout as it was.
 """
 

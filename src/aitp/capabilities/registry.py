@@ -39,6 +39,7 @@ import jsonschema_rs
 from packaging.version import Version
 
 from aitp.capabilities.schema_formats import SchemaFormatError, to_json_schema
+from aitp.shipped import shipped_directory
 
 CANONICAL_BASE = "https://aitp.dev/capabilities"
 ENV_DIRECTORY = "AITP_CAPABILITIES_DIR"
@@ -193,11 +194,11 @@ def version_text(version: Version) -> str:
 
 
 def default_directory() -> Path:
-    """$AITP_CAPABILITIES_DIR if set, else the repository's top-level capabilities/ directory."""
+    """$AITP_CAPABILITIES_DIR if set, else the shipped capabilities (see aitp.shipped)."""
     configured = os.environ.get(ENV_DIRECTORY)
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parents[3] / "capabilities"
+    return shipped_directory("capabilities")
 
 
 def json_pointer(path: Iterable[str | int]) -> str:

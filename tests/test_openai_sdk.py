@@ -172,8 +172,11 @@ def test_thread_created_with_initial_messages_and_tool_resources(sdk: Callable[[
     assert [m.metadata for m in messages] == [{"n": "1", "actor": USER}, {"actor": USER}]
     assert {m.role for m in messages} == {"user"}
 
+    # the creator's initial messages are the creator's, whatever role they were sent with
+    seeded = user.beta.threads.create(messages=[{"role": "assistant", "content": "said by the creator"}])
+    assert [m.role for m in user.beta.threads.messages.list(seeded.id)] == ["user"]
     with pytest.raises(openai.BadRequestError) as caught:
-        user.beta.threads.create(messages=[{"role": "assistant", "content": "not mine to say"}])
+        user.beta.threads.create(messages=[{"role": "system", "content": "no such role"}])  # type: ignore[typeddict-item]
     assert caught.value.param == "messages[0].role"
 
 
@@ -327,17 +330,20 @@ def test_actor_outside_the_thread_gets_not_found(
     assert (conversation.user.beta.threads.retrieve(thread_id).metadata or {})["topic"] == "shoes"
 
 
-def test_posting_with_the_wrong_role_is_a_bad_request(conversation: Conversation) -> None:
-    """The role is derived from the author: creator → user, anyone else → assistant."""
+def test_any_sent_role_is_accepted_and_the_derived_role_is_kept(conversation: Conversation) -> None:
+    """The SDK requires a role and generic tools always send "user": the service accepts it from anyone and
+    keeps the role derived from the author (creator → user, anyone else → assistant)."""
     thread_id = conversation.thread.id
-    attempts: list[tuple[openai.OpenAI, Role]] = [(conversation.shop, "user"), (conversation.user, "assistant")]
-    for client, wrong_role in attempts:
-        with pytest.raises(openai.BadRequestError) as caught:
-            client.beta.threads.messages.create(thread_id, role=wrong_role, content="hi")
-        assert caught.value.code == "role_mismatch"
-        assert caught.value.param == "role"
+    attempts: list[tuple[openai.OpenAI, Role, str]] = [
+        (conversation.shop, "user", "assistant"),
+        (conversation.user, "assistant", "user"),
+    ]
+    for client, sent, derived in attempts:
+        message = client.beta.threads.messages.create(thread_id, role=sent, content="hi")
+        assert message.role == derived
 
-    assert list(conversation.user.beta.threads.messages.list(thread_id)) == []
+    listed = conversation.user.beta.threads.messages.list(thread_id, order="asc")
+    assert [m.role for m in listed] == ["assistant", "user"]
 
 
 def test_impersonating_another_actor_via_metadata_actor_is_permission_denied(conversation: Conversation) -> None:

@@ -139,7 +139,7 @@ async def test_a_post_over_the_websocket_is_validated_and_answered_on_the_socket
     tid = await live.thread(alice, "alice")
     async with ws_connect(live.base_url, f"/threads/{tid}/events/ws", live.keys["alice"], params={"after": 1}) as ws:
         await ws.send(json.dumps({"op": "post", "ref": 7, "message": {"content": "hi over ws"}}))
-        await ws.send(json.dumps({"op": "post", "ref": 8, "message": {"content": "x", "role": "assistant"}}))
+        await ws.send(json.dumps({"op": "post", "ref": 8, "message": {"content": "x", "role": "system"}}))
         await ws.send(json.dumps({"op": "post", "ref": 9, "message": {"contents": "typo"}}))
         await ws.send("not json")
         # a ref is echoed back, so it must be a scalar (a deep one could not even be rendered)
@@ -158,7 +158,7 @@ async def test_a_post_over_the_websocket_is_validated_and_answered_on_the_socket
 
     assert replies[7]["op"] == "posted" and replies[7]["message"]["content"][0]["text"]["value"] == "hi over ws"
     assert events[0]["data"]["id"] == replies[7]["message"]["id"]
-    assert (replies[8]["op"], replies[8]["error"]["error"]["code"]) == ("error", "role_mismatch")
+    assert (replies[8]["op"], replies[8]["error"]["error"]["param"]) == ("error", "role")
     assert (replies[9]["status"], replies[9]["error"]["error"]["param"]) == (400, "content")  # missing
     assert [(e["message"], e["param"]) for e in unreferenced] == [
         ("Frames must be JSON.", None),

@@ -75,13 +75,28 @@ async def test_role_is_derived_from_the_author(api: API) -> None:
     assert (by_shop["role"], by_shop["metadata"]["actor"]) == ("assistant", "shop.near")
 
 
-async def test_a_contradicting_role_is_refused(api: API) -> None:
+async def test_a_sent_role_is_accepted_and_the_derived_one_is_kept(api: API) -> None:
+    """Generic OpenAI clients send `role: "user"` whoever they are: any of user/assistant is accepted from
+    any author, and the message keeps the role derived from its author."""
     root, shop, thread_id = await _thread(api)
-    for client, role in ((root, "assistant"), (shop, "user")):
-        response = await client.post(f"/threads/{thread_id}/messages", json={"role": role, "content": "x"})
-        assert response.status_code == 400
-        assert response.json()["error"]["param"] == "role"
-        assert response.json()["error"]["code"] == "role_mismatch"
+    for client, sent, kept in (
+        (root, "assistant", "user"),
+        (root, "user", "user"),
+        (shop, "user", "assistant"),
+        (shop, "assistant", "assistant"),
+    ):
+        response = await client.post(f"/threads/{thread_id}/messages", json={"role": sent, "content": "x"})
+        assert response.status_code == 200, response.text
+        assert response.json()["role"] == kept
+        stored = (await client.get(f"/threads/{thread_id}/messages/{response.json()['id']}")).json()
+        assert stored["role"] == kept
+
+
+async def test_a_role_other_than_user_or_assistant_is_refused(api: API) -> None:
+    root, _, thread_id = await _thread(api)
+    response = await root.post(f"/threads/{thread_id}/messages", json={"role": "system", "content": "x"})
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "role"
 
 
 async def test_impersonation_is_refused_but_own_actor_is_fine(api: API) -> None:

@@ -144,11 +144,15 @@ async def test_initial_messages_as_strings_and_objects(api: API) -> None:
     assert listed["data"][1]["metadata"] == {"k": "v", "actor": "root.near"}
 
 
-async def test_initial_message_with_assistant_role_from_creator_is_refused(api: API) -> None:
+async def test_initial_messages_are_the_creators_whatever_role_they_were_sent_with(api: API) -> None:
     root = await api.actor("root.near")
     response = await root.post("/threads", json={"messages": [{"role": "assistant", "content": "x"}]})
-    assert response.status_code == 400
-    assert response.json()["error"]["param"] == "messages[0].role"
+    assert response.status_code == 200, response.text
+    listed = (await root.get(f"/threads/{response.json()['id']}/messages")).json()["data"]
+    assert [(m["role"], m["metadata"]["actor"]) for m in listed] == [("user", "root.near")]
+    refused = await root.post("/threads", json={"messages": [{"role": "system", "content": "x"}]})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["param"] == "messages[0].role"
 
 
 async def test_retrieve_by_post_with_empty_body_changes_nothing(api: API) -> None:

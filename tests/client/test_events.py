@@ -292,7 +292,7 @@ async def test_posts_over_the_stream_answer_with_the_message_or_a_typed_error(cl
         ("thread_not_found", "invalid_request_error", NotFound),
         ("already_answered", "invalid_request_error", Conflict),
         ("unknown_request", "invalid_request_error", Unprocessable),
-        ("role_mismatch", "invalid_request_error", BadRequest),
+        ("invalid_value", "invalid_request_error", BadRequest),
         ("actor_impersonation", "permission_error", PermissionDenied),
     ],
 )

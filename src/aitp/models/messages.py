@@ -64,8 +64,8 @@ class Message(BaseModel):
 class CreateMessageRequest(BaseModel):
     """`content` is a string, an array of strings (AITP) or an array of OpenAI content parts.
 
-    `role` is derived from the author (thread creator → user, others → assistant); if sent it
-    must agree.
+    `role` is derived from the author (thread creator → user, others → assistant); a `user` or
+    `assistant` sent by the client is accepted and replaced by the derived role.
     """
 
     model_config = ConfigDict(extra="forbid")

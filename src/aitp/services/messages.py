@@ -40,14 +40,9 @@ def build_message(
     actor = acting_actor(principal, metadata.pop("actor", None), _param(param, "metadata.actor"))
     if view.member(actor) is None:
         raise not_a_member(actor, _param(param, "metadata.actor"))
+    # The role is derived from the author whatever the client sent: generic OpenAI-SDK tools always send
+    # "user", and an agent of another owner must not be refused for it (the response shows the role kept).
     role = render.role_of(actor, view.thread.creator)
-    if body.role is not None and body.role != role:
-        raise InvalidRequest(
-            f"Actor '{actor}' writes as '{role}' in this thread (AITP: the thread's creator is 'user', every"
-            f" other actor 'assistant'), not '{body.role}'.",
-            param=_param(param, "role"),
-            code="role_mismatch",
-        )
     content = normalize_content(body.content, _param(param, "content"))
     attachments = check_attachments(body.attachments, _param(param, "attachments"))
     metadata = check_metadata(metadata, _param(param, "metadata"))

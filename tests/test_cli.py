@@ -134,7 +134,7 @@ def test_keys_create_prints_a_key_that_authenticates_as_its_actor(server: Server
 
 def test_keys_list_shows_keys_without_their_secrets(store_url: str) -> None:
     """`aitp keys list` prints id, actor, flags and prefix, never the secret."""
-    shop_key = aitp("keys", "--store", store_url, "create", "--actor", "shop.near").stdout.strip()
+    shop_key = aitp("keys", "--store", store_url, "create", "--actor", "shop.near", "--create-store").stdout.strip()
     admin = aitp("keys", "--store", store_url, "create", "--actor", "ops", "--admin", "--scope", "capabilities:write")
     assert admin.returncode == 0, admin.stderr
     admin_key = admin.stdout.strip()
@@ -175,12 +175,46 @@ def test_keys_revoke_makes_the_key_unauthorized(server: ServerProcess, store_url
     assert aitp("keys", "--store", store_url, "list").stdout == ""
 
 
-def test_keys_revoke_of_an_unknown_id_fails(store_url: str) -> None:
+def test_keys_revoke_of_an_unknown_id_fails(server: ServerProcess, store_url: str) -> None:
     """Revoking a key id that does not exist exits 1 with a message on stderr."""
     result = aitp("keys", "--store", store_url, "revoke", "key_does_not_exist")
     assert result.returncode == 1
     assert "key_does_not_exist" in result.stderr
     assert result.stdout == ""
+
+
+def test_the_store_option_works_before_and_after_the_sub_command(server: ServerProcess, store_url: str) -> None:
+    """`--store` may follow `keys` or the key sub-command; either way the key lands in that store."""
+    before = aitp("keys", "--store", store_url, "create", "--actor", "a.near")
+    after = aitp("keys", "create", "--actor", "b.near", "--store", store_url)
+    assert before.returncode == 0, before.stderr
+    assert after.returncode == 0, after.stderr
+    for created in (before, after):
+        key = created.stdout.strip()
+        assert httpx.get(f"{server.base_url}/v1/threads", headers=bearer(key)).status_code == 200
+    listed = aitp("keys", "list", "--store", store_url)
+    assert sorted(line.split()[1] for line in listed.stdout.splitlines()) == ["actor=a.near", "actor=b.near"]
+
+
+@pytest.mark.parametrize("command", [("create", "--actor", "shop.near"), ("list",), ("revoke", "key_x")])
+def test_a_key_command_refuses_to_create_a_new_store_unless_asked(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """Run from a directory without the server's store, a key command says where it looked and changes
+    nothing, instead of creating an empty store and printing a key no server accepts."""
+    result = aitp("keys", *command, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "there is no store at sqlite:///aitp-data/aitp.db" in result.stderr
+    assert str(tmp_path) in result.stderr and "--store" in result.stderr
+    assert ("--create-store" in result.stderr) == (command[0] == "create")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_keys_create_with_create_store_starts_a_new_store(tmp_path: Path) -> None:
+    created = aitp("keys", "create", "--actor", "ops", "--admin", "--create-store", cwd=tmp_path)
+    assert created.returncode == 0, created.stderr
+    assert "creating a new store at sqlite:///aitp-data/aitp.db" in created.stderr
+    assert (tmp_path / "aitp-data" / "aitp.db").is_file()
+    assert "actor=ops admin" in aitp("keys", "list", cwd=tmp_path).stdout
 
 
 # --------------------------------------------------------------------------- aitp schemas

@@ -95,17 +95,40 @@ def _print_key(key: dict[str, Any]) -> None:
     print(f"{key['id']}  actor={key['actor']}{flags}{scopes}  {key['prefix']}…")
 
 
+def _store_refusal(settings: Settings, args: argparse.Namespace) -> str | None:
+    """Why a key command must not go on: its store does not exist, so it cannot be the one a server
+    uses, and only `keys create --create-store` may create one. None when it may go on."""
+
+    async def exists() -> bool:
+        return await open_store(settings.store_url).exists()
+
+    if asyncio.run(exists()):
+        return None
+    if getattr(args, "create_store", False):
+        print(f"aitp: creating a new store at {settings.store_url}", file=sys.stderr)
+        return None
+    hint = ", or add --create-store to start a new one" if args.keys_command == "create" else ""
+    return (
+        f"aitp: there is no store at {settings.store_url} (looked from {Path.cwd()}).\n"
+        f"aitp: name the store your server uses with --store or AITP_STORE{hint}."
+    )
+
+
 def keys_command(settings: Settings, args: argparse.Namespace) -> int:
     from aitp.services import keys
 
+    refusal = _store_refusal(settings, args)
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 1
     if args.keys_command == "create":
         created = _with_store(
             settings, lambda s: keys.create_key(s, args.actor, admin=args.admin, scopes=args.scope or [])
         )
         print(created["key"])
         print(
-            f"(id {created['id']}, actor {created['actor']}{', admin' if created['admin'] else ''}; "
-            "the key is shown only now)",
+            f"(id {created['id']}, actor {created['actor']}{', admin' if created['admin'] else ''}, "
+            f"store {settings.store_url}; the key is shown only now)",
             file=sys.stderr,
         )
         return 0
@@ -142,20 +165,28 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="aitp", description="AITP thread service")
     sub = root.add_subparsers(dest="command", required=True)
 
-    serve_p = sub.add_parser("serve", help="run the HTTP service")
+    # --store is accepted before or after a sub-command (`aitp keys --store S create` and `aitp keys create
+    # --store S`); SUPPRESS keeps a sub-command's unset option from overwriting one given before it.
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument(
+        "--store", default=argparse.SUPPRESS, help="sqlite:///path/to/aitp.db or mongodb://... (env AITP_STORE)"
+    )
+
+    serve_p = sub.add_parser("serve", help="run the HTTP service", parents=[store])
     serve_p.add_argument("--host", help="bind address (default 127.0.0.1, env AITP_HOST)")
     serve_p.add_argument("--port", type=int, help="port (default 8000, env AITP_PORT)")
-    serve_p.add_argument("--store", help="sqlite:///path/to/aitp.db or mongodb://... (env AITP_STORE)")
 
-    keys_p = sub.add_parser("keys", help="manage API keys")
-    keys_p.add_argument("--store", help="store URL (env AITP_STORE)")
+    keys_p = sub.add_parser("keys", help="manage API keys", parents=[store])
     keys_sub = keys_p.add_subparsers(dest="keys_command", required=True)
-    create_p = keys_sub.add_parser("create", help="create a key and print it")
+    create_p = keys_sub.add_parser("create", help="create a key and print it", parents=[store])
     create_p.add_argument("--actor", required=True, help="the actor id the key acts as")
     create_p.add_argument("--admin", action="store_true", help="an admin key (may do everything)")
     create_p.add_argument("--scope", action="append", choices=["capabilities:write"], help="extra scope")
-    keys_sub.add_parser("list", help="list keys (never their secrets)")
-    revoke_p = keys_sub.add_parser("revoke", help="revoke a key by id")
+    create_p.add_argument(
+        "--create-store", action="store_true", help="create the store if it does not exist (else: refused)"
+    )
+    keys_sub.add_parser("list", help="list keys (never their secrets)", parents=[store])
+    revoke_p = keys_sub.add_parser("revoke", help="revoke a key by id", parents=[store])
     revoke_p.add_argument("key_id")
 
     schemas_p = sub.add_parser("schemas", help="wire-object JSON Schemas")
@@ -169,11 +200,12 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     settings = Settings.from_env()
+    store_url = getattr(args, "store", None)
     if args.command == "serve":
-        serve(settings.with_overrides(host=args.host, port=args.port, store_url=args.store))
+        serve(settings.with_overrides(host=args.host, port=args.port, store_url=store_url))
         return 0
     if args.command == "keys":
-        return keys_command(settings.with_overrides(store_url=args.store), args)
+        return keys_command(settings.with_overrides(store_url=store_url), args)
     return schemas_command(args)
 
 

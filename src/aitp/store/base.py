@@ -216,6 +216,10 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None: ...
 
+    @abc.abstractmethod
+    async def exists(self) -> bool:
+        """Whether this store was created before (opening it would not create it); callable before `open`."""
+
     # threads
     @abc.abstractmethod
     async def create_thread(

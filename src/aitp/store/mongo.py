@@ -236,6 +236,13 @@ class MongoStore(Store):
         # needs no index rebuild); `purge_idempotency_keys` does the same for servers without a TTL monitor.
         await db.idempotency_keys.create_index([("expires_at", ASCENDING)], expireAfterSeconds=0)
 
+    async def exists(self) -> bool:
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(self.url, serverSelectionTimeoutMS=5000)
+        try:
+            return "threads" in await client.get_database(self.database_name).list_collection_names()
+        finally:
+            await client.close()
+
     async def close(self) -> None:
         if self._client is not None:
             await self._client.close()

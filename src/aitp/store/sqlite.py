@@ -387,6 +387,9 @@ class SQLiteStore(Store):
 
         await asyncio.get_running_loop().run_in_executor(self._executor, connect_both)
 
+    async def exists(self) -> bool:
+        return self.path == ":memory:" or Path(self.path).exists()
+
     async def close(self) -> None:
         if self._executor is None:
             return

@@ -204,6 +204,10 @@ async def test_parent_id_must_name_a_readable_thread(api: API) -> None:
         response = await caller.post("/threads", json={"parent_id": parent_id})
         assert response.status_code == 404
         assert response.json()["error"]["param"] == "parent_id"
+        # given in metadata (AITP-T01), the error names the field the caller sent
+        response = await caller.post("/threads", json={"metadata": {"parent_id": parent_id}})
+        assert response.status_code == 404
+        assert response.json()["error"]["param"] == "metadata.parent_id"
 
 
 async def test_only_creator_or_admin_deletes_a_thread(api: API) -> None:

@@ -117,7 +117,9 @@ async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadReq
     if all(a.id != principal.actor for a in actors):
         actors.insert(0, ActorRecord(thread_id=thread_id, id=principal.actor, joined_at=created_at))
 
-    parent_id = body.parent_id
+    parent_id, parent_param = body.parent_id, "parent_id"
+    if meta_parent is not None and parent_id is None:
+        parent_param = "metadata.parent_id"
     if meta_parent is not None:
         if not isinstance(meta_parent, str) or (parent_id is not None and parent_id != meta_parent):
             raise InvalidRequest(
@@ -130,7 +132,7 @@ async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadReq
             await readable_thread(rt, principal, parent_id)
         except NotFound:
             raise NotFound(
-                f"No parent thread found with id '{parent_id}'.", param="parent_id", code="parent_thread_not_found"
+                f"No parent thread found with id '{parent_id}'.", param=parent_param, code="parent_thread_not_found"
             ) from None
 
     thread = ThreadRecord(

@@ -29,6 +29,19 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "<!-- test-command -->" in ci and 'bash -c "$command"' in ci
 
 
+def test_ci_runs_it_in_a_newcomers_shell() -> None:
+    """No virtualenv active and no `aitp` on PATH: a test relying on either fails in CI, as on a fresh machine."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "env -u VIRTUAL_ENV" in ci and "command -v aitp" in ci and "pyvenv.cfg" in ci
+
+
+def test_no_test_looks_for_the_projects_commands_on_path() -> None:
+    for path in (ROOT / "tests").rglob("*.py"):
+        text = path.read_text()
+        for name in ("aitp", "py-spy"):
+            assert f'which("{name}")' not in text, f"{path} finds {name} through PATH: use sys.executable"
+
+
 def test_configuration_table_names_every_setting() -> None:
     from aitp.config import Settings
 

@@ -120,8 +120,19 @@ def check_message(
 
 
 def check_actor_count(count: int, settings: Settings, param: str) -> None:
-    """A thread may have at most `max_actors` actors (400 `too_many_actors`)."""
-    check_count(count, settings.max_actors, param, "actors per thread", "too_many_actors")
+    """A thread may have at most `max_actors` actors (400 `too_many_actors`). A join is also counted by the
+    store, in its own transaction (`Store.put_actor(max_actors=)`): this early check sees the thread as read."""
+    if count > settings.max_actors:
+        raise too_many_actors(settings.max_actors, count, param)
+
+
+def too_many_actors(limit: int, count: int, param: str) -> InvalidRequest:
+    """The refusal of a thread with `count` actors, more than `limit`."""
+    return InvalidRequest(
+        f"Invalid '{param}': at most {limit} actors per thread allowed, got {count}.",
+        param=param,
+        code="too_many_actors",
+    )
 
 
 def check_capabilities(capabilities: Sequence[Any], settings: Settings, param: str) -> None:

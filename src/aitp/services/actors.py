@@ -12,7 +12,7 @@ from aitp.runtime import Runtime, now
 from aitp.services.access import readable_thread
 from aitp.services.capabilities import capabilities_changed
 from aitp.services.threads import actor_records
-from aitp.store.base import ActorRecord, NewEvent
+from aitp.store.base import ActorRecord, NewEvent, TooManyActors
 
 
 async def identity(rt: Runtime, principal: Principal) -> dict[str, Any]:
@@ -31,7 +31,7 @@ async def put_actor(rt: Runtime, principal: Principal, thread_id: str, body: Act
     limits.check_capabilities(body.capabilities, rt.settings, "capabilities")
     view = await readable_thread(rt, principal, thread_id)
     if view.member(body.id) is None:
-        # checked against the thread as read: two concurrent joins may each take the last seat
+        # a cheap early refusal, against the thread as read; the store counts again in the join's transaction
         limits.check_actor_count(len(view.actors) + 1, rt.settings, "id")
     if view.member(body.id) is not None and body.id != principal.actor and not principal.admin:
         raise PermissionDenied(
@@ -46,7 +46,12 @@ async def put_actor(rt: Runtime, principal: Principal, thread_id: str, body: Act
             "thread.actor.joined" if joined else "thread.actor.updated", render.actor(actor, creator), now()
         )
 
-    result = await rt.store.put_actor(record, event, capabilities_changed(rt, thread_id))
+    try:
+        result = await rt.store.put_actor(
+            record, event, capabilities_changed(rt, thread_id), max_actors=rt.settings.max_actors
+        )
+    except TooManyActors as exc:  # concurrent joins took the last seats since the thread was read
+        raise limits.too_many_actors(exc.limit, exc.count, "id") from None
     if result is None:
         raise thread_not_found(thread_id)
     return result[1].data

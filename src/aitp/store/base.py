@@ -84,6 +84,15 @@ class AuthorNotMember(Exception):
         self.actor = actor
 
 
+class TooManyActors(Exception):
+    """A join would give the thread more than `limit` actors (the store counts them in the join's transaction)."""
+
+    def __init__(self, limit: int, count: int) -> None:
+        super().__init__(f"a thread may have at most {limit} actors; this join would make {count}")
+        self.limit = limit
+        self.count = count
+
+
 @dataclass
 class NewEvent:
     """An event to append; the store gives it the thread's next seq."""
@@ -271,11 +280,19 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def put_actor(
-        self, actor: ActorRecord, render: ActorEventRenderer, follow_up: MembershipFollowUp | None = None
+        self,
+        actor: ActorRecord,
+        render: ActorEventRenderer,
+        follow_up: MembershipFollowUp | None = None,
+        *,
+        max_actors: int | None = None,
     ) -> tuple[ActorRecord, EventRecord] | None:
         """Add an actor, or replace its capabilities/client_id if already a member (joined_at kept).
 
-        Returns the stored actor and its event; a follow-up event, if any, gets the next seq."""
+        Returns the stored actor and its event; a follow-up event, if any, gets the next seq. With
+        `max_actors`, a new actor that would make the thread's actors more than that raises TooManyActors,
+        writing nothing: counted in the same transaction as the insert, so concurrent joins (through any
+        process sharing the store) never exceed it. Updating a member is never refused."""
 
     @abc.abstractmethod
     async def remove_actor(

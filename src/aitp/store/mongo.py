@@ -39,6 +39,7 @@ from aitp.store.base import (
     Store,
     ThreadEventRenderer,
     ThreadRecord,
+    TooManyActors,
     capability_version_document,
     capability_version_from_document,
 )
@@ -346,6 +347,7 @@ class MongoStore(Store):
                     "tool_resources": thread.tool_resources,
                     "last_seq": 0,
                     "deleted": False,
+                    "actor_count": len(actors),
                 },
                 session=session,
             )
@@ -448,15 +450,22 @@ class MongoStore(Store):
         return None if doc is None else (_thread(doc), actors)
 
     async def put_actor(
-        self, actor: ActorRecord, render: ActorEventRenderer, follow_up: MembershipFollowUp | None = None
+        self,
+        actor: ActorRecord,
+        render: ActorEventRenderer,
+        follow_up: MembershipFollowUp | None = None,
+        *,
+        max_actors: int | None = None,
     ) -> tuple[ActorRecord, EventRecord] | None:
         async def op(session: Session) -> tuple[ActorRecord, EventRecord] | None:
-            if await self._live_thread(actor.thread_id, session) is None:
+            thread = await self._live_thread(actor.thread_id, session)
+            if thread is None:
                 return None
             before = await self._actors(actor.thread_id, session)
             members = self._db.thread_actors
             existing = await members.find_one({"_id": f"{actor.thread_id}/{actor.id}"}, session=session)
             if existing is None:
+                await self._take_seat(session, thread, len(before), max_actors)
                 last = await members.find_one(
                     {"thread_id": actor.thread_id}, sort=[("position", DESCENDING)], session=session
                 )
@@ -492,11 +501,31 @@ class MongoStore(Store):
             result = await self._db.thread_actors.delete_one({"_id": f"{thread_id}/{actor_id}"}, session=session)
             if not result.deleted_count:
                 return None
+            await self._db.threads.update_one(
+                {"_id": thread_id}, {"$set": {"actor_count": len(before) - 1}}, session=session
+            )
             stored = await self._append_event(session, thread_id, event, also=(actor_id,))
             await self._follow_up(session, thread_id, follow_up, before)
             return stored
 
         return await self._commit(thread_id, op)
+
+    async def _take_seat(self, session: Session, thread: dict[str, Any], members: int, max_actors: int | None) -> None:
+        """Count one more actor on the thread document, refused (TooManyActors) at `max_actors`.
+
+        Counting the actor documents would not do: two transactions inserting different actors do not
+        conflict, so each could see the other's seat as free. Both update the thread's `actor_count`
+        instead, through a filter that matches only below the limit: MongoDB fails the second writer of
+        one document with a write conflict and `with_transaction` runs it again on the newer count."""
+        threads = self._db.threads
+        if not isinstance(thread.get("actor_count"), int):  # stored before actors were counted: count them now
+            await threads.update_one({"_id": thread["_id"]}, {"$set": {"actor_count": members}}, session=session)
+        guard: dict[str, Any] = {"_id": thread["_id"]}
+        if max_actors is not None:
+            guard["actor_count"] = {"$lt": max_actors}
+        taken = await threads.update_one(guard, {"$inc": {"actor_count": 1}}, session=session)
+        if not taken.matched_count:
+            raise TooManyActors(max_actors or 0, members + 1)
 
     async def _follow_up(
         self, session: Session, thread_id: str, follow_up: MembershipFollowUp | None, before: list[ActorRecord]

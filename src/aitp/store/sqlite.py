@@ -54,6 +54,7 @@ from aitp.store.base import (
     Store,
     ThreadEventRenderer,
     ThreadRecord,
+    TooManyActors,
     capability_version_document,
     capability_version_from_document,
 )
@@ -663,7 +664,12 @@ class SQLiteStore(Store):
         return await self._run(op)
 
     async def put_actor(
-        self, actor: ActorRecord, render: ActorEventRenderer, follow_up: MembershipFollowUp | None = None
+        self,
+        actor: ActorRecord,
+        render: ActorEventRenderer,
+        follow_up: MembershipFollowUp | None = None,
+        *,
+        max_actors: int | None = None,
     ) -> tuple[ActorRecord, EventRecord] | None:
         def op(conn: sqlite3.Connection) -> tuple[ActorRecord, EventRecord] | None:
             if self._live_thread(conn, actor.thread_id) is None:
@@ -672,6 +678,9 @@ class SQLiteStore(Store):
             existing = conn.execute(
                 "SELECT * FROM thread_actors WHERE thread_id = ? AND actor_id = ?", (actor.thread_id, actor.id)
             ).fetchone()
+            # counted inside BEGIN IMMEDIATE: no other join, of this process or another, writes in between
+            if existing is None and max_actors is not None and len(before) >= max_actors:
+                raise TooManyActors(max_actors, len(before) + 1)
             if existing is None:
                 position = conn.execute(
                     "SELECT COALESCE(MAX(position), -1) + 1 FROM thread_actors WHERE thread_id = ?", (actor.thread_id,)

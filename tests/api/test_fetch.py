@@ -7,6 +7,8 @@ store, so these tests run on SQLite only.
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +31,8 @@ class Documents(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path
+        if "\\" in path or ";" in path:  # a lenient server: backslash as slash, path parameters dropped
+            path = posixpath.normpath(re.sub(r";[^/]*", "", path.replace("\\", "/")))
         if path in ("/forms/ok.json", "/private/secret.json"):
             self._send(200, "application/json", json.dumps(FORM).encode())
         elif path == "/forms/ok.schema+json":
@@ -50,6 +54,8 @@ class Documents(BaseHTTPRequestHandler):
             self._redirect("/forms/ok.json")
         elif path == "/forms/redirect-out":
             self._redirect("/private/secret.json")
+        elif path == "/forms/redirect-backslash":
+            self._redirect("/forms/..\\private\\secret.json")
         elif path == "/forms/redirect-loop":
             self._redirect("/forms/redirect-loop")
         else:
@@ -203,3 +209,52 @@ async def test_a_key_is_required(api: API, documents: str) -> None:
 async def test_the_url_parameter_is_required(user: httpx.AsyncClient) -> None:
     response = await user.get("/fetch")
     assert response.status_code in (400, 422) and response.json()["error"]["param"] == "url"
+
+
+async def test_urls_are_read_as_a_browser_reads_them(user: httpx.AsyncClient, documents: str) -> None:
+    """WHATWG URL parsing, as the UI's browser does: a backslash is a slash before the query, tabs and
+    newlines are dropped, leading and trailing spaces and controls are trimmed; then the usual checks."""
+    port = int(documents.rsplit(":", 1)[1])
+    for url in (
+        f"{documents}/forms\\ok.json",
+        f"{documents}/fo\trms/ok.json",
+        f"{documents}/forms/ok\r\n.json",
+        f"  {documents}/forms/ok.json\n",
+        f"http:\\\\127.0.0.1:{port}\\forms\\ok.json",
+    ):
+        response = await user.get("/fetch", params={"url": url})
+        assert (response.status_code, response.json()) == (200, FORM), url
+
+
+async def test_backslashes_and_path_parameters_do_not_escape_the_allow_list(
+    user: httpx.AsyncClient, documents: str
+) -> None:
+    """The test server resolves `\\` as `/` and drops `;params`, as many servers do: neither may smuggle a dot
+    segment past the checks, in the URL or in a redirect."""
+    # a backslash means what a slash means: "/forms/../private" is "/private", outside the allow-list
+    for url in (f"{documents}/forms/../private/secret.json", f"{documents}/forms/..\\private\\secret.json"):
+        response = await user.get("/fetch", params={"url": url})
+        assert await _error(response) == (403, "url_not_allowed", "url"), url
+    for url in (
+        f"{documents}/forms\\..\\private/secret.json",
+        f"{documents}/forms/..\\private/secret.json?x=\\",
+    ):
+        response = await user.get("/fetch", params={"url": url})
+        assert await _error(response) == (403, "url_not_allowed", "url"), url
+    # dot segments that only the server would resolve are refused outright, as encoded ones are
+    for url in (
+        f"{documents}/forms/..;/private/secret.json",
+        f"{documents}/forms/..;x=1/private/secret.json",
+        f"{documents}/forms/...\\private/secret.json",
+        f"{documents}/forms/..%5cprivate/secret.json",
+        f"{documents}/forms/%2e%2e%5cprivate/secret.json",
+        f"{documents}/forms/ok\x00.json",
+    ):
+        response = await user.get("/fetch", params={"url": url})
+        assert await _error(response) == (422, "invalid_url", "url"), url
+    # the authority ends at a backslash, as in browsers: no host smuggled in through "user info"
+    host = await user.get("/fetch", params={"url": f"{documents}\\@evil.example/forms/ok.json"})
+    assert await _error(host) == (403, "url_not_allowed", "url")
+    redirected = await user.get("/fetch", params={"url": f"{documents}/forms/redirect-backslash"})
+    assert await _error(redirected) == (403, "url_not_allowed", "url")
+    assert "/private/secret.json" in redirected.json()["error"]["message"]

@@ -1,7 +1,8 @@
 """Fetching JSON documents for the UI (AITP-03 `json_url` forms), never as an open proxy.
 
-A URL is loaded only when it matches a prefix of `Settings.fetch_allow` exactly: same scheme,
-host and port, and a path under the prefix's path (segment-aligned). Every redirect target is
+A URL is read as a browser reads it (WHATWG: backslashes are slashes, tabs and newlines dropped), then
+loaded only when it matches a prefix of `Settings.fetch_allow` exactly: same scheme, host and port,
+and a path under the prefix's path (segment-aligned), without dot segments in any spelling. Every redirect target is
 checked the same way before it is followed. The body is streamed and dropped past
 `fetch_max_bytes`; the whole exchange, redirects included, must finish within `fetch_timeout`;
 the answer must be JSON by content type and by content. No credentials, cookies or proxy
@@ -25,10 +26,33 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 REDIRECT_STATUSES = {301, 302, 303, 307, 308}
 
 
+# WHATWG URL parsing (what browsers, and so the UI, make of a URL) before reading it: C0 controls and spaces
+# trimmed at both ends, every tab and newline removed, and for http(s) a backslash is a slash up to the query.
+# httpx (RFC 3986) would send a backslash as it is, and servers that take it for a slash would then resolve a
+# "..\" segment that no check here saw; "\@host" would even be read as user info before another host.
+_TRIMMED = "".join(chr(c) for c in range(0x21))
+_DROPPED = str.maketrans("", "", "\t\n\r")
+
+
+def normalize_url(raw: str) -> str:
+    """`raw` as a browser reads an http(s) URL (or a reference relative to one): see above."""
+    text = raw.strip(_TRIMMED).translate(_DROPPED)
+    end = min((at for at in (text.find("?"), text.find("#")) if at >= 0), default=len(text))
+    return text[:end].replace("\\", "/") + text[end:]
+
+
+def _dot_segment(segment: str) -> bool:
+    """Dot segments, also as servers may read them ("." and ".."): with path parameters ("..;x", Tomcat and Spring drop
+    them) or with more dots and trailing spaces ("...", ".. ", trimmed by Windows)."""
+    name = segment.split(";", 1)[0]
+    return bool(name) and not name.rstrip(". ")
+
+
 def parse_url(raw: str) -> httpx.URL:
-    """An absolute http(s) URL without credentials or dot segments, else 422 `invalid_url`."""
+    """An absolute http(s) URL, read as a browser reads it, without credentials or dot segments, else 422
+    `invalid_url`."""
     try:
-        url = httpx.URL(raw)
+        url = httpx.URL(normalize_url(raw))
     except httpx.InvalidURL as error:
         raise Unprocessable(f"Not a valid URL: {error}.", param="url", code="invalid_url") from error
     if url.scheme not in DEFAULT_PORTS or not url.host:
@@ -37,10 +61,11 @@ def parse_url(raw: str) -> httpx.URL:
         raise Unprocessable("URLs with credentials cannot be fetched.", param="url", code="invalid_url")
     # httpx resolves literal ".." but sends "%2e%2e" and "%2f" as they are, and servers may decode them
     raw_path = url.raw_path.split(b"?", 1)[0].lower()
-    segments = url.path.split("/")
-    if b"%2f" in raw_path or b"%5c" in raw_path or "." in segments or ".." in segments:
+    if b"%2f" in raw_path or b"%5c" in raw_path or any(_dot_segment(s) for s in url.path.split("/")):
         raise Unprocessable(
-            "URLs with encoded slashes or dot segments cannot be fetched.", param="url", code="invalid_url"
+            "URLs with encoded slashes or backslashes, or dot segments, cannot be fetched.",
+            param="url",
+            code="invalid_url",
         )
     return url
 
@@ -101,7 +126,7 @@ async def _fetch(client: httpx.AsyncClient, url: httpx.URL, settings: Settings) 
     for _ in range(MAX_REDIRECTS + 1):
         async with client.stream("GET", url) as response:
             if response.status_code in REDIRECT_STATUSES and "location" in response.headers:
-                target = parse_url(str(url.join(response.headers["location"])))
+                target = parse_url(str(url.join(normalize_url(response.headers["location"]))))
                 _check_allowed(target, settings, redirected_from=url)
                 url = target
                 continue

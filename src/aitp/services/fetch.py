@@ -42,8 +42,8 @@ def normalize_url(raw: str) -> str:
 
 
 def _dot_segment(segment: str) -> bool:
-    """Dot segments, also as servers may read them ("." and ".."): with path parameters ("..;x", Tomcat and Spring drop
-    them) or with more dots and trailing spaces ("...", ".. ", trimmed by Windows)."""
+    """A "." or ".." segment, also as servers may read one: with path parameters ("..;x": Tomcat and Spring
+    drop them), or with more dots and trailing spaces ("...", ".. ": Windows trims them)."""
     name = segment.split(";", 1)[0]
     return bool(name) and not name.rstrip(". ")
 

@@ -2,13 +2,14 @@
 bare FastAPI JSON echo of the same bodies on the same route, under the same uvicorn options, driven by
 `wrk` (not Python: a Python client saturates the cores and measures itself).
 
-Four workloads, each `--duration` seconds, interleaved in every round so that load from other processes
-hits all of them alike: echo of the text body, aitp text message, echo of the request_decision body,
-aitp request_decision (products, validated and correlated; every request carries a fresh request id).
-Figures per workload: requests/s (median over rounds), latency percentiles, server CPU µs per request.
-Ratios: aitp / echo, per round, then the median.
+Per body (text, request_decision: products, validated and correlated; every request carries a fresh
+request id) the echo and aitp once per SQLite durability mode, each `--duration` seconds, interleaved in
+every round so that load from other processes hits all of them alike: `aitp` is the default
+(synchronous=FULL: every commit fsyncs the WAL), `aitp_normal` the store URL's `?synchronous=normal`
+(only checkpoints fsync). Figures per workload: requests/s (median over rounds), latency percentiles,
+server CPU µs per request. Ratios: aitp / echo per round, then the median, for each mode; and FULL / NORMAL.
 
-Run: python bench/ingest.py [--rounds 3] [--duration 5] [--connections 32] [--profile]
+Run: python bench/ingest.py [--rounds 3] [--duration 5] [--connections 32] [--synchronous full,normal] [--profile]
 `--profile` also samples the aitp server with py-spy during one extra run of each aitp workload and prints
 where the time goes (the collapsed stacks land in bench/results/ingest-profile-*.txt).
 """
@@ -16,6 +17,7 @@ where the time goes (the collapsed stacks land in bench/results/ingest-profile-*
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
@@ -52,6 +54,8 @@ LUA = BENCH / "wrk" / "post.lua"
 EXAMPLE = default_directory() / "aitp-02-decisions" / "1.0.0" / "examples" / "request_decision_products.json"
 DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
 TARGETS = {"text": 0.60, "request_decision": 0.45}
+# aitp servers measured, by the SQLite store's synchronous mode: target name and store URL query
+SYNCHRONOUS = {"full": ("aitp", ""), "normal": ("aitp_normal", "?synchronous=normal")}
 WRK_INSTALL = "wrk is not installed: `apt-get install -y wrk` (Debian/Ubuntu package 'wrk')"
 
 
@@ -169,12 +173,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="aitp-ingest-") as tmp_name:
         tmp = Path(tmp_name)
         files = bodies(tmp)
-        with (
-            running(start_echo(tmp / "echo.log")) as echo_server,
-            running(start_aitp(f"sqlite:///{tmp / 'ingest.db'}", tmp / "aitp.log")) as aitp_server,
-        ):
-            targets = {"echo": echo_target(echo_server), "aitp": aitp_target(aitp_server)}
-            order = [(t, w) for w in args.workloads for t in ("echo", "aitp")]
+        with contextlib.ExitStack() as servers:
+            targets = {"echo": echo_target(servers.enter_context(running(start_echo(tmp / "echo.log"))))}
+            for mode in args.synchronous:  # each on its own file: one's checkpoints never stall the other
+                name, query = SYNCHRONOUS[mode]
+                url = f"sqlite:///{tmp / f'ingest-{mode}.db'}{query}"
+                targets[name] = aitp_target(servers.enter_context(running(start_aitp(url, tmp / f"{name}.log"))))
+            order = [(t, w) for w in args.workloads for t in targets]
             for target, workload in order:  # warm-up: first connections, caches, validator, page cache
                 run_wrk(
                     targets[target].urls[workload],
@@ -194,9 +199,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 )
             profiles = {}
             if args.profile:
+                profiled = SYNCHRONOUS[args.synchronous[0]][0]
                 for workload in args.workloads:
                     out = RESULTS / f"ingest-profile-{workload}.txt"
-                    profiles[workload] = profile(targets["aitp"], workload, files[workload], args, out)
+                    profiles[workload] = profile(targets[profiled], workload, files[workload], args, out)
     return {"rounds": rounds, "profiles": profiles}
 
 
@@ -212,18 +218,35 @@ def summarise(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
             "server_cpu_us_per_request": statistics.median(x["server_cpu_us_per_request"] for x in runs),
             "requests": sum(x["requests"] for x in runs),
         }
-    ratios = {}
+    ratios: dict[str, Any] = {}  # by workload: the default (FULL), as before
+    by_synchronous: dict[str, dict[str, Any]] = {}  # by mode, then workload
+    full_vs_normal: dict[str, Any] = {}
     for workload, target in TARGETS.items():
-        if f"aitp_{workload}" not in rounds[0]:
-            continue
-        per_round = [r[f"aitp_{workload}"]["rps"] / r[f"echo_{workload}"]["rps"] for r in rounds]
-        ratios[workload] = {
-            "ratio": statistics.median(per_round),
-            "per_round": [round(x, 3) for x in per_round],
-            "target": target,
-            "met": statistics.median(per_round) >= target,
-        }
-    return {"workloads": workloads, "ratios": ratios}
+        for mode, (name, _) in SYNCHRONOUS.items():
+            if f"{name}_{workload}" not in rounds[0]:
+                continue
+            per_round = [r[f"{name}_{workload}"]["rps"] / r[f"echo_{workload}"]["rps"] for r in rounds]
+            figures = {
+                "ratio": statistics.median(per_round),
+                "per_round": [round(x, 3) for x in per_round],
+                "target": target,
+                "met": statistics.median(per_round) >= target,
+            }
+            by_synchronous.setdefault(mode, {})[workload] = figures
+            if mode == "full":
+                ratios[workload] = figures
+        if f"aitp_{workload}" in rounds[0] and f"aitp_normal_{workload}" in rounds[0]:
+            per_round = [r[f"aitp_{workload}"]["rps"] / r[f"aitp_normal_{workload}"]["rps"] for r in rounds]
+            full_vs_normal[workload] = {
+                "ratio": statistics.median(per_round),
+                "per_round": [round(x, 3) for x in per_round],
+            }
+    return {
+        "workloads": workloads,
+        "ratios": ratios,
+        "ratios_by_synchronous": by_synchronous,
+        "full_vs_normal": full_vs_normal,
+    }
 
 
 def print_table(result: dict[str, Any]) -> None:  # noqa: C901
@@ -238,12 +261,15 @@ def print_table(result: dict[str, Any]) -> None:  # noqa: C901
             f"  {name:26}{w['rps']:10.0f}{w['latency_p50_ms']:9.2f}{w['latency_p99_ms']:9.2f}"
             f"{w['server_cpu_us_per_request']:19.0f}"
         )
-    for workload, r in result["ratios"].items():
-        verdict = "met" if r["met"] else "MISSED"
-        print(
-            f"  ratio aitp/echo {workload:18} {r['ratio']:.2f} (target >= {r['target']:.2f}: {verdict}) "
-            f"rounds {r['per_round']}"
-        )
+    for mode, ratios in result["ratios_by_synchronous"].items():
+        for workload, r in ratios.items():
+            verdict = "met" if r["met"] else "MISSED"
+            print(
+                f"  ratio aitp/echo {workload:18} synchronous={mode:7} {r['ratio']:.2f} "
+                f"(target >= {r['target']:.2f}: {verdict}) rounds {r['per_round']}"
+            )
+    for workload, r in result["full_vs_normal"].items():
+        print(f"  ratio FULL/NORMAL {workload:17} {r['ratio']:.2f} rounds {r['per_round']}")
     for workload, prof in result.get("profiles", {}).items():
         print_profile(f"profile aitp {workload}", prof)
 
@@ -256,10 +282,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--threads", type=int, default=1, help="wrk threads")
     parser.add_argument("--profile", action="store_true", help="also sample the server with py-spy")
     parser.add_argument(
+        "--synchronous",
+        type=lambda v: v.split(","),
+        default=list(SYNCHRONOUS),
+        help="comma-separated SQLite modes to measure, each an aitp server of its own: full (the default), normal",
+    )
+    parser.add_argument(
         "--workloads", type=lambda v: v.split(","), default=["text", "request_decision"], help="comma-separated"
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "ingest.json")
     args = parser.parse_args(argv)
+    if not args.synchronous or set(args.synchronous) - set(SYNCHRONOUS):
+        parser.error(f"--synchronous takes {','.join(SYNCHRONOUS)}")
     started = time.perf_counter()
     measured = measure(args)
     result = {
@@ -270,6 +304,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "connections": args.connections,
             "threads": args.threads,
             "store": "sqlite",
+            "synchronous": args.synchronous,
         },
         "machine": machine_info(),
         **summarise(measured["rounds"]),

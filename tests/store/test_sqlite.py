@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from aitp.store import open_store
 from aitp.store import sqlite as sqlite_store
 from aitp.store.base import DuplicateRef
 from aitp.store.sqlite import SQLiteStore
@@ -238,3 +239,51 @@ async def test_an_in_memory_database_is_one_connection(tmp_path: Path) -> None:
         assert await store.get_thread(thread_id) is None
     finally:
         await store.close()
+
+
+# --- durability: PRAGMA synchronous --------------------------------------------------------------
+
+SYNCHRONOUS_VALUES = {0: "off", 1: "normal", 2: "full", 3: "extra"}
+
+
+async def synchronous_in_effect(store: SQLiteStore) -> tuple[str, str]:
+    """PRAGMA synchronous as each connection sees it: the loop's, and the store thread's (read on that thread)."""
+    assert store._loop_conn is not None and store._thread_conn is not None and store._executor is not None
+    thread_conn = store._thread_conn
+    on_loop = store._loop_conn.execute("PRAGMA synchronous").fetchone()[0]
+    on_thread = await asyncio.get_running_loop().run_in_executor(
+        store._executor, lambda: thread_conn.execute("PRAGMA synchronous").fetchone()[0]
+    )
+    return SYNCHRONOUS_VALUES[on_loop], SYNCHRONOUS_VALUES[on_thread]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [("", "full"), ("?synchronous=full", "full"), ("?synchronous=normal", "normal"), ("?synchronous=NORMAL", "normal")],
+)
+async def test_synchronous_is_full_unless_the_url_asks_for_normal_on_both_connections(
+    tmp_path: Path, query: str, expected: str
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'aitp.db'}{query}")
+    assert isinstance(store, SQLiteStore)
+    assert store.path == str(tmp_path / "aitp.db")
+    await store.open()
+    try:
+        assert await synchronous_in_effect(store) == (expected, expected)
+        thread_id = await new_thread(store)  # and the store works in that mode
+        message = message_rec(thread_id)
+        assert await store.append_message(message, ev("thread.message.created")) is not None
+    finally:
+        await store.close()
+
+
+async def test_a_directly_built_store_is_full_too(store: SQLiteStore) -> None:
+    assert await synchronous_in_effect(store) == ("full", "full")
+
+
+@pytest.mark.parametrize(
+    "query", ["?synchronous=off", "?synchronous=", "?synchronous=extra", "?durability=full", "?synchronous=full&x=1"]
+)
+def test_other_sqlite_url_options_are_refused(tmp_path: Path, query: str) -> None:
+    with pytest.raises(ValueError, match="sqlite URL"):
+        open_store(f"sqlite:///{tmp_path / 'aitp.db'}{query}")

@@ -12,8 +12,10 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -379,3 +381,129 @@ async def test_a_websocket_frame_is_read_as_strictly_as_a_body(server: ServerPro
             )
         assert (await reply_to({"content": "still open"}))["op"] == "posted"
     assert "unhandled error" not in server.output()
+
+
+# --- cost: a request without a valid key is refused unread; a bad body's fault is found at bounded cost ---
+
+
+def _answer(port: int, request: bytes, timeout: float = 10) -> tuple[int, dict[str, Any]]:
+    """Send a raw request (maybe only its head) and read the answer: status and JSON body."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(request)
+        data = b""
+        while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < _length(data):
+            chunk = sock.recv(65536)
+            assert chunk, f"closed without a whole answer: {data!r}"
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def _length(data: bytes) -> int:
+    head = data.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+    found = re.search(r"content-length:\s*(\d+)", head)
+    return int(found[1]) if found else 0
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer aitp_wrong_key", "Basic eDp5"])
+@pytest.mark.parametrize("idempotency_key", [None, "retry-1"])
+def test_a_request_without_a_valid_key_is_refused_before_its_body_is_read(
+    live_server: ServerProcess, authorization: str | None, idempotency_key: str | None
+) -> None:
+    """The head announces a 1 MB body that never comes: the 401 comes anyway, so nothing waited for it."""
+    head = "POST /v1/threads/thread_x/messages HTTP/1.1\r\nHost: aitp.test\r\nContent-Type: application/json\r\n"
+    head += "Content-Length: 1000000\r\n"
+    head += f"Authorization: {authorization}\r\n" if authorization else ""
+    head += f"Idempotency-Key: {idempotency_key}\r\n" if idempotency_key else ""
+    try:
+        status, answer = _answer(live_server.port, (head + "\r\n").encode())
+    except TimeoutError:
+        pytest.fail("no answer: the server waited for the body of a request it should refuse unread")
+    assert status == 401, answer
+    assert answer["error"]["type"] == "authentication_error"
+
+
+async def test_an_unauthenticated_body_is_neither_parsed_nor_hashed(api: API, monkeypatch: pytest.MonkeyPatch) -> None:
+    import orjson
+
+    from aitp.services import idempotency
+
+    looked_at: list[str] = []
+    loads, fingerprint = orjson.loads, idempotency.fingerprint
+    monkeypatch.setattr(orjson, "loads", lambda *a, **k: looked_at.append("parsed") or loads(*a, **k))
+    monkeypatch.setattr(idempotency, "fingerprint", lambda *a, **k: looked_at.append("hashed") or fingerprint(*a, **k))
+    body = b"[" + b"[]," * 1000 + b"NaN]"
+    ids = await objects(api.admin)
+    looked_at.clear()
+    for path in ("/threads", f"/threads/{ids['thread']}/messages", "/keys", "/capabilities"):
+        for headers in ({}, {"Idempotency-Key": "k1"}):
+            for client in (api.client(None), api.client("aitp_wrong_key")):
+                response = await client.post(
+                    path, content=body, headers={"content-type": "application/json", **headers}
+                )
+                assert response.status_code == 401, response.text
+    assert looked_at == []
+
+
+LARGE = 128 << 10  # over EXPLAIN_MAX_BYTES
+
+
+def _large(value_json: bytes) -> bytes:
+    """A body of LARGE bytes and more, holding `value_json` at its end, in `tool_resources`."""
+    filler = b"f" * LARGE
+    return b'{"messages": ["' + filler + b'"], "tool_resources": {"v": ' + value_json + b"}}"
+
+
+async def test_a_large_body_is_refused_by_position_without_looking_for_the_field(
+    api: API, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond EXPLAIN_MAX_BYTES the fault is told by position (or the value), `param` null: no lenient
+    parse and no walk of the value, whose cost grows with the body."""
+    from aitp.api import json_body
+
+    assert getattr(json_body, "EXPLAIN_MAX_BYTES", LARGE) < LARGE
+
+    def forbidden(*args: Any) -> Any:
+        raise AssertionError("a large body was parsed leniently or walked")
+
+    monkeypatch.setattr(json_body, "_first_problem", forbidden)
+    monkeypatch.setattr(json_body, "json", SimpleNamespace(loads=forbidden, JSONDecodeError=json.JSONDecodeError))
+    cases = {
+        b"[1, NaN]": ("numbers must be finite", "at line 1 column"),
+        b"[-Infinity]": ("numbers must be finite", "at line 1 column"),
+        b"1e400": ("numbers must be finite", "at line 1 column"),
+        b'"\\ud800"': ("valid UTF-8", "at line 1 column"),
+        b'"\xff"': ("valid UTF-8", "at line 1 column"),
+        b"[1, 12345678901234567890123]": ("64 bits", "12345678901234567890123"),
+        b"-9223372036854775809": ("64 bits", "-9223372036854775809"),
+        b'{"a\\u0000b": 1}': ("NUL", ""),
+    }
+    for value, (reason, where) in cases.items():
+        response = await api.admin.post("/threads", content=_large(value), headers={"content-type": "application/json"})
+        assert response.status_code == 400, (value, response.text)
+        error = response.json()["error"]
+        assert (error["code"], error["param"]) == ("invalid_value", None), (value, error)
+        assert reason in error["message"] and where in error["message"], (value, error)
+    syntax = await api.admin.post("/threads", content=_large(b"[1,"), headers={"content-type": "application/json"})
+    assert (syntax.status_code, syntax.json()["error"]["code"]) == (400, "invalid_json")
+
+
+async def test_a_large_body_keeps_what_json_can_carry(api: API) -> None:
+    """The scans that replace the walk on large bodies refuse nothing valid: long digit runs and NUL escapes
+    inside strings, an escaped backslash before `u0000` in a key, 64-bit bounds, long fractions and exponents."""
+    value = (
+        b'{"ints": [9223372036854775807, -9223372036854775808, 9200000000000000000], "floats": '
+        b"[1.12345678901234567890123, 1e0000000000000000000001, 12345678901234567890.5, 1E-12345678901234567890], "
+        b'"text": "12345678901234567890 \\u0000 and \\"12345678901234567890123\\": 1", '
+        b'"back\\\\u0000slash": "\\\\", "q\\"": "\\\\\\u0000", "\\u0000 in a value": 1}'
+    )
+    content = _large(value).replace(b'"tool_resources": {"v": ', b'"tool_resources": {"v": ', 1)
+    response = await api.admin.post("/threads", content=content, headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text  # a NUL key after all: "\u0000 in a value" is a key
+    assert "NUL" in response.json()["error"]["message"]
+    value = value.replace(b', "\\u0000 in a value": 1', b', "v": "\\u0000 in a value"')
+    response = await api.admin.post("/threads", content=_large(value), headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    kept = response.json()["tool_resources"]["v"]
+    assert kept["ints"] == [2**63 - 1, -(2**63), 9200000000000000000]
+    assert kept["back\\u0000slash"] == "\\" and kept['q"'] == "\\\u0000"

@@ -4,10 +4,11 @@ FastAPI resolves a route's parameters generically on every request: a cache key 
 extraction per dependency, plus a sub-dependency for the security scheme. For a POST message that is
 about a fifth of the service's own time (bench/ingest.py). A route whose parameters are only string
 path parameters, one JSON body model, the runtime and the principal (or admin) is called directly
-instead, through the same functions the dependencies use, in the same order (body syntax, then the
-key, then the body model), so its answers are the same. Anything else, and any request whose body is
-empty or not declared as JSON, takes FastAPI's path. The route still declares its parameters as
-usual, so the OpenAPI document is unchanged.
+instead, through the same functions the dependencies use, in the same order as `StrictJSONRoute` (the
+key, then the body syntax, then the body model), so its answers are the same. Anything else, and any
+request whose body is empty or not declared as JSON, takes FastAPI's path (the same request object, so
+the body is read once: reading it again would wait forever for a body that never comes). The route
+still declares its parameters as usual, so the OpenAPI document is unchanged.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from aitp.api.deps import get_admin, get_principal, get_runtime
+from aitp.api.deps import get_admin, get_principal, get_runtime, key_check
 from aitp.api.json_body import StrictJSONRoute, declares_json, parse_json
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -49,8 +50,11 @@ class DirectRoute(StrictJSONRoute):
         if plan is None:
             return fallback
         endpoint = self.endpoint
+        check_key = key_check(self.dependant)
 
         async def handler(request: Request) -> Response:
+            # 401/429 (and 403 for admin routes) before a byte of the body is read
+            principal = await check_key(request) if check_key is not None else None
             if not declares_json(request.headers.get("content-type")):
                 return await fallback(request)
             raw = await request.body()
@@ -61,8 +65,7 @@ class DirectRoute(StrictJSONRoute):
             if plan.runtime:
                 arguments[plan.runtime] = await get_runtime(request)
             if plan.principal:
-                principal = await get_principal(request, None)
-                arguments[plan.principal] = await get_admin(principal) if plan.admin else principal
+                arguments[plan.principal] = principal
             try:
                 arguments[plan.body] = plan.body_type.validate_python(value)
             except ValidationError as exc:

@@ -77,6 +77,8 @@ def validation_error(exc: RequestValidationError) -> InvalidRequest:
     if first["type"] == "extra_forbidden":
         message = f"Unrecognized request argument supplied: {param}."
     if first["type"] == "missing":
+        if param is None:  # the body itself (a JSON `null` where the route takes an object)
+            return InvalidRequest("The request body is missing: this route takes a JSON object.", code="missing_body")
         message = f"Missing required parameter: '{param}'."
     return InvalidRequest(message, param=param, code=_CODES.get(first["type"], "invalid_value"))
 

@@ -2,7 +2,8 @@
 
 A pure ASGI middleware, so it covers every POST route as it is, with no route knowing about it. It
 acts only on authenticated requests (the key is scoped per caller: an unauthenticated request passes
-through to get its 401 and stores nothing), buffers the body to fingerprint it, reserves the key, runs
+through to get its 401, its body unread, and stores nothing; one over its rate limit gets its 429 here),
+buffers the body to fingerprint it, reserves the key, runs
 the route, and stores its response before sending it, so a client that has the answer also finds it
 stored. Replays carry `Idempotent-Replayed: true`.
 """
@@ -18,9 +19,9 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aitp.api.body_limit import too_large
+from aitp.api.deps import principal_of
 from aitp.api.responses import FastJSONResponse
-from aitp.auth import authenticate, bearer_token
-from aitp.errors import APIError, Conflict
+from aitp.errors import APIError, Conflict, Unauthenticated
 from aitp.runtime import Runtime
 from aitp.services import idempotency
 from aitp.services.idempotency import Replay, Reservation
@@ -50,10 +51,14 @@ class IdempotencyMiddleware:
             return
         rt = self.runtime
         try:
-            token = bearer_token(headers.get("authorization"))
-            principal = await authenticate(rt.store, token, rt.settings.admin_key, rt.principals)
-        except APIError:
+            # the key checked and counted once for the whole request (the route reuses it): before the
+            # body is read or hashed, and before a record is reserved
+            principal = await principal_of(scope, rt)
+        except Unauthenticated:
             await self.app(scope, receive, send)  # the route refuses it (401); nothing to remember
+            return
+        except APIError as error:  # over the rate limit (429)
+            await _refusal(error)(scope, receive, send)
             return
         path: str = scope["path"]
         try:
@@ -159,7 +164,7 @@ def _replay(path: str, replay: Replay) -> Response:
 
 
 def _refusal(error: APIError, *, replayed: bool = False) -> FastJSONResponse:
-    headers = {REPLAYED_HEADER: "true"} if replayed else {}
+    headers = {**(error.headers or {}), **({REPLAYED_HEADER: "true"} if replayed else {})}
     if error.code == "idempotency_key_in_use":
         headers["Retry-After"] = "1"
     return FastJSONResponse(error.envelope(), status_code=error.status_code, headers=headers)

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from aitp.auth import Principal
-from aitp.capabilities.registry import CapabilityInfo, CapabilityRef
+from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion, version_text
 from aitp.store.base import ActorRecord, EventRecord, KeyRecord, MessageRecord, ThreadRecord
 
 
@@ -123,7 +123,25 @@ def capability(info: CapabilityInfo) -> dict[str, Any]:
         "versions": [str(v) for v in info.versions],
         "latest": str(info.versions[-1]) if info.versions else None,
         "schema_urls": {str(v): CapabilityRef(info.id, v).url for v in info.versions},
+        "example_urls": {str(v): f"/v1/capabilities/{info.id}/{version_text(v)}/examples" for v in info.versions},
         "aliases": info.aliases,
+    }
+
+
+def capability_examples(version: CapabilityVersion) -> dict[str, Any]:
+    """A version's example messages, each with its message type."""
+
+    def message_type(message: dict[str, Any]) -> str | None:
+        return next((key for key in version.message_types if key in message), None)
+
+    return {
+        "object": "list",
+        "capability": version.ref.id,
+        "version": version_text(version.ref.version),
+        "data": [
+            {"object": "capability.example", "name": name, "type": message_type(message), "message": message}
+            for name, message in sorted(version.examples.items())
+        ],
     }
 
 

@@ -28,6 +28,7 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "deleted-object": (models.DeletedObject, "serialization"),
     "capability": (models.Capability, "serialization"),
     "capability-list": (models.CapabilityList, "serialization"),
+    "capability-example-list": (models.CapabilityExampleList, "serialization"),
     "thread-capabilities": (models.ThreadCapabilities, "serialization"),
     "error": (models.ErrorResponse, "serialization"),
     "api-key": (models.ApiKey, "serialization"),

@@ -73,7 +73,10 @@ def served_routes(app: FastAPI) -> list[ServedRoute]:
 
 APP = create_app(Settings(store_url="sqlite:///:memory:", admin_key=ADMIN_KEY))
 ROUTES = served_routes(APP)
-PUBLIC = {ServedRoute("GET", "/v1/capabilities/{capability_id}/{version}/schema.json")}
+PUBLIC = {
+    ServedRoute("GET", "/v1/capabilities/{capability_id}/{version}/schema.json"),
+    ServedRoute("GET", "/v1/capabilities/{capability_id}/{version}/examples"),
+}
 
 
 def test_the_route_table_is_the_whole_api() -> None:
@@ -196,6 +199,7 @@ async def test_every_route_but_the_public_ones_needs_a_key(actors: Actors) -> No
 
     schema = "/capabilities/aitp-02-decisions/1.0.0/schema.json"  # the public routes: no key needed
     assert (await callers["no key"].get(schema)).status_code == 200
+    assert (await callers["no key"].get(schema.replace("schema.json", "examples"))).status_code == 200
     async with httpx.AsyncClient(base_url=actors.base_url) as root:
         assert (await root.get("/health")).json()["status"] == "ok"
         assert (await root.get("/openapi.json")).status_code == 200

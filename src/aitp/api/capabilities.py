@@ -10,7 +10,13 @@ from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
 from aitp.api.responses import FastJSONResponse
-from aitp.models import Capability, CapabilityList, RegisterCapabilityRequest, ThreadCapabilities
+from aitp.models import (
+    Capability,
+    CapabilityExampleList,
+    CapabilityList,
+    RegisterCapabilityRequest,
+    ThreadCapabilities,
+)
 from aitp.services import capabilities, registration
 
 router = APIRouter(prefix="/v1", tags=["capabilities"], route_class=DirectRoute)
@@ -61,6 +67,16 @@ async def get_capability(capability_id: str, rt: RuntimeDep, principal: Principa
 )
 async def get_schema(capability_id: str, version: str, rt: RuntimeDep) -> FastJSONResponse:
     return FastJSONResponse(await capabilities.get_schema(rt, capability_id, version))
+
+
+@router.get(
+    "/capabilities/{capability_id}/{version}/examples",
+    responses=error_responses(404),
+    response_model=CapabilityExampleList,
+    summary="A capability version's example messages (public, like its schema)",
+)
+async def get_examples(capability_id: str, version: str, rt: RuntimeDep) -> FastJSONResponse:
+    return FastJSONResponse(await capabilities.get_examples(rt, capability_id, version))
 
 
 @router.get(

@@ -7,6 +7,8 @@ that real responses validate against them.
 
 from aitp.models.capabilities import (
     Capability,
+    CapabilityExample,
+    CapabilityExampleList,
     CapabilityList,
     NegotiatedCapability,
     RegisterCapabilityRequest,
@@ -30,6 +32,8 @@ from aitp.models.threads import (
 
 __all__ = [
     "Capability",
+    "CapabilityExample",
+    "CapabilityExampleList",
     "CapabilityList",
     "NegotiatedCapability",
     "RegisterCapabilityRequest",

@@ -15,12 +15,29 @@ class Capability(BaseModel):
     versions: list[str]
     latest: str | None
     schema_urls: dict[str, str]
+    example_urls: dict[str, str] = Field(description="Per version, the path of its example messages on this server")
     aliases: list[dict[str, Any]]
 
 
 class CapabilityList(BaseModel):
     object: Literal["list"] = "list"
     data: list[Capability]
+
+
+class CapabilityExample(BaseModel):
+    """An example message published with a capability version (it validates against that version)."""
+
+    object: Literal["capability.example"] = "capability.example"
+    name: str
+    type: str | None = Field(description="The message type (its top-level key besides `$schema`)")
+    message: dict[str, Any]
+
+
+class CapabilityExampleList(BaseModel):
+    object: Literal["list"] = "list"
+    capability: str
+    version: str
+    data: list[CapabilityExample]
 
 
 class NegotiatedCapability(BaseModel):

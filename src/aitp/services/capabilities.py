@@ -10,7 +10,7 @@ from packaging.version import InvalidVersion, Version
 from aitp import render
 from aitp.auth import Principal
 from aitp.capabilities.negotiate import negotiate
-from aitp.capabilities.registry import CapabilityInfo, CapabilityRef
+from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion
 from aitp.errors import NotFound
 from aitp.runtime import Runtime, now
 from aitp.services.access import readable_thread
@@ -37,10 +37,15 @@ async def get_capability(rt: Runtime, capability_id: str) -> dict[str, Any]:
 
 async def get_schema(rt: Runtime, capability_id: str, version: str) -> dict[str, Any]:
     """The schema document exactly as published for that version."""
-    return await retry_after_sync(rt, partial(_source, rt, capability_id, version))
+    return (await retry_after_sync(rt, partial(_version, rt, capability_id, version))).source
 
 
-def _source(rt: Runtime, capability_id: str, version: str) -> dict[str, Any]:
+async def get_examples(rt: Runtime, capability_id: str, version: str) -> dict[str, Any]:
+    """The example messages published with that version."""
+    return render.capability_examples(await retry_after_sync(rt, partial(_version, rt, capability_id, version)))
+
+
+def _version(rt: Runtime, capability_id: str, version: str) -> CapabilityVersion:
     _info(rt, capability_id)
     try:
         parsed = Version(version.removeprefix("v"))
@@ -53,7 +58,7 @@ def _source(rt: Runtime, capability_id: str, version: str) -> dict[str, Any]:
             param="version",
             code="capability_version_not_found",
         )
-    return found.source
+    return found
 
 
 def thread_table(rt: Runtime, thread_id: str, actors: list[ActorRecord]) -> dict[str, Any]:

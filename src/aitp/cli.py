@@ -72,10 +72,15 @@ def serve(settings: Settings) -> None:
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """How `aitp serve` runs uvicorn (the ingest benchmark serves its baseline with the same options)."""
+    from aitp.api.body_limit import http_protocol
+
     return {
         "host": settings.host,
         "port": settings.port,
         "log_level": "info",
+        # uvicorn's httptools protocol, plus limits on the request head (size, fields, time: 431, 408) and
+        # on open connections (503 at once beyond AITP_MAX_CONNECTIONS, raising the open-file limit to fit)
+        "http": http_protocol(settings),
         # HTTP keep-alive: uvicorn's 5 s default let idle connections close while a client (200 of them
         # in a load test) was sending its next request on them: "connection closed without response"
         "timeout_keep_alive": 30,

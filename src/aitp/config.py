@@ -25,6 +25,11 @@ class Settings:
     ws_compression: bool = False  # permessage-deflate: ~35 KiB more per WebSocket and CPU per frame sent
     # input limits (aitp.limits, aitp.api.body_limit): refused with 4xx before any expensive work
     max_body_bytes: int = 1 << 20  # request body, and a WebSocket frame
+    # the connection, below the app (aitp.api.body_limit.LimitedHttpProtocol): 431, 408 and 503 refusals
+    max_header_bytes: int = 64 << 10  # request line and header fields together
+    max_headers: int = 100  # header fields per request
+    header_timeout: float = 10.0  # seconds for a request head to arrive whole (and for a new connection's first)
+    max_connections: int = 10_000  # open connections, WebSockets and streams included (0: the file limit only)
     max_content_parts: int = 32  # content parts per message
     max_part_chars: int = 256_000  # characters per content part (OpenAI: 256,000 per message)
     max_actors: int = 64  # actors per thread
@@ -59,6 +64,10 @@ class Settings:
             poll_interval=float(env.get("AITP_POLL_INTERVAL") or cls.poll_interval),
             ws_compression=(env.get("AITP_WS_COMPRESSION") or "0").lower() in ("1", "true", "yes", "on"),
             max_body_bytes=int(env.get("AITP_MAX_BODY_BYTES") or cls.max_body_bytes),
+            max_header_bytes=int(env.get("AITP_MAX_HEADER_BYTES") or cls.max_header_bytes),
+            max_headers=int(env.get("AITP_MAX_HEADERS") or cls.max_headers),
+            header_timeout=float(env.get("AITP_HEADER_TIMEOUT") or cls.header_timeout),
+            max_connections=int(env.get("AITP_MAX_CONNECTIONS") or cls.max_connections),
             max_content_parts=int(env.get("AITP_MAX_CONTENT_PARTS") or cls.max_content_parts),
             max_part_chars=int(env.get("AITP_MAX_PART_CHARS") or cls.max_part_chars),
             max_actors=int(env.get("AITP_MAX_ACTORS") or cls.max_actors),

@@ -77,6 +77,29 @@ class RateLimited(APIError):
             self.headers = {"Retry-After": str(retry_after)}
 
 
+class RequestTimeout(APIError):
+    """408: the request head did not arrive in time (answered by the HTTP protocol, before the app)."""
+
+    status_code = 408
+    default_code = "request_timeout"
+
+
+class RequestHeaderFieldsTooLarge(APIError):
+    """431: the request head (request line and header fields) is larger, or has more fields, than accepted."""
+
+    status_code = 431
+    default_code = "request_header_fields_too_large"
+
+
+class ServiceUnavailable(APIError):
+    """503: the server takes no more connections now; `Retry-After` says when to try again."""
+
+    status_code = 503
+    type = "server_error"
+    default_code = "connection_limit_reached"
+    headers = {"Retry-After": "1"}
+
+
 SCALAR_TAGS = {"str", "int", "float", "bool", "dict", "list", "none"}
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
 from aitp.api.responses import FastJSONResponse
@@ -118,6 +119,15 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 405 and (allowed := allowed_methods(request)):
             headers = {**(headers or {}), "Allow": ", ".join(allowed)}
         return FastJSONResponse(error.envelope(), status_code=exc.status_code, headers=headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def on_client_gone(request: Request, exc: ClientDisconnect) -> FastJSONResponse:
+        # The client left (or the connection was refused, see LimitedHttpProtocol) while its body was being
+        # read: nobody reads this answer, and it is no server error to log.
+        error = InvalidRequest(
+            "The connection closed before the whole request body arrived.", code="client_disconnected"
+        )
+        return _respond(error)
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> FastJSONResponse:

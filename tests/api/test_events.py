@@ -66,6 +66,6 @@ async def test_events_resume_after_a_cursor_in_pages(api: API) -> None:
 async def test_refused_writes_leave_no_event(api: API) -> None:
     root = await api.actor("root.near")
     tid = (await root.post("/threads", json={})).json()["id"]
-    await root.post(f"/threads/{tid}/messages", json={"content": "x", "role": "assistant"})
+    await root.post(f"/threads/{tid}/messages", json={"content": "x", "role": "system"})
     await root.post(f"/threads/{tid}/messages", json={"content": []})
     assert [e["type"] for e in (await root.get(f"/threads/{tid}/events")).json()["data"]] == ["thread.created"]

@@ -110,7 +110,7 @@ def assert_envelope(answer: Any, status: int, code: str) -> None:
 
 
 def test_the_settings_reach_the_server_protocol() -> None:
-    from aitp.api.body_limit import LimitedHttpProtocol
+    from aitp.http_protocol import LimitedHttpProtocol
 
     settings = Settings.from_env(
         {"AITP_MAX_HEADER_BYTES": "4096", "AITP_MAX_HEADERS": "20", "AITP_HEADER_TIMEOUT": "2.5"}

@@ -72,7 +72,7 @@ def serve(settings: Settings) -> None:
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """How `aitp serve` runs uvicorn (the ingest benchmark serves its baseline with the same options)."""
-    from aitp.api.body_limit import http_protocol
+    from aitp.http_protocol import http_protocol
 
     return {
         "host": settings.host,

@@ -66,7 +66,7 @@ def test_the_defaults_are_the_documented_ones() -> None:
     )
     assert limits == (1 << 20, 32, 256_000, 64, 32, 32, 256 << 10, 32, 32, 64)
     assert (DEFAULTS.rate_limit, DEFAULTS.rate_burst) == (50.0, 100)
-    # the request head and connections (aitp.api.body_limit.LimitedHttpProtocol; tests/test_connection_limits.py)
+    # the request head and connections (aitp.http_protocol.LimitedHttpProtocol; tests/test_connection_limits.py)
     heads = (DEFAULTS.max_header_bytes, DEFAULTS.max_headers, DEFAULTS.header_timeout, DEFAULTS.max_connections)
     assert heads == (64 << 10, 100, 10.0, 10_000)
     changed = Settings.from_env({"AITP_MAX_CONTENT_PARTS": "4", "AITP_RATE_LIMIT": "0"})

@@ -49,3 +49,12 @@ def test_configuration_table_names_every_setting() -> None:
         assert f"`{variable}`" in README
     assert Settings.from_env({}).store_url == "sqlite:///aitp-data/aitp.db"
     assert "`sqlite:///aitp-data/aitp.db`" in README
+
+
+def test_every_environment_setting_is_in_the_configuration_table() -> None:
+    """Each `AITP_*` variable the settings read has its row (so a new limit cannot go undocumented)."""
+    source = (ROOT / "src" / "aitp" / "config.py").read_text()
+    variables = set(re.findall(r'"(AITP_[A-Z0-9_]+)"', source))
+    assert len(variables) > 20
+    missing = sorted(v for v in variables if f"| `{v}`" not in README)
+    assert missing == []

@@ -726,3 +726,71 @@ def test_break_is_frozen() -> None:
     (found,) = breaking_changes({"type": "number"}, {"type": "integer"})
     with pytest.raises(dataclasses.FrozenInstanceError):
         found.kind = "other"  # type: ignore[misc]
+
+
+# ------------------------------------------------------------------------- bounded work (issue 14)
+
+
+def _count(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any]:
+    calls: list[Any] = []
+    original = getattr(owner, name)
+    monkeypatch.setattr(owner, name, lambda *a, **k: calls.append(a) or original(*a, **k))
+    return calls
+
+
+def test_enum_values_are_compared_by_hashing_not_pairwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """20,000 values compared pairwise took 56 s; 2,000 here made 2 million comparisons."""
+    calls = _count(monkeypatch, compat, "_json_equal")
+    values = [f"v{i}" for i in range(2000)]
+    assert breaking_changes({"enum": values}, {"enum": values[::-1]}) == []
+    narrowed = breaking_changes({"enum": values}, {"enum": values[1:]})
+    assert [b.kind for b in narrowed] == [compat.ENUM_NARROWED] and "'v0'" in narrowed[0].message
+    both = {"allOf": [{"enum": values}, {"enum": values[::2]}]}  # the old side's values: an intersection
+    assert breaking_changes(both, {"enum": values[::2]}) == []
+    assert len(calls) <= 10
+
+
+def test_branch_lists_are_built_once_per_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each old oneOf branch looked for its match among the new branches rebuilt as a fresh list: 1,000
+    branches took 5 s."""
+    calls = _count(monkeypatch, compat._Part, "child")
+
+    def branch(i: int) -> dict[str, Any]:
+        return {"type": "object", "required": ["k"], "properties": {"k": {"const": f"t{i}"}}}
+
+    old = {"oneOf": [branch(i) for i in range(300)]}
+    assert breaking_changes(old, {"oneOf": [*old["oneOf"], branch(300)]}) == []
+    assert len(calls) <= 40 * 300
+
+
+def test_each_pattern_is_compiled_once_per_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More patterns than the shared cache holds were compiled again for every property name."""
+    compat._pattern_validator.cache_clear()
+    compiles = _count(monkeypatch, compat.jsonschema_rs, "validator_for")
+    patterns = {f"^x{i}_": {"type": "string"} for i in range(1100)}
+    old = {
+        "type": "object",
+        "properties": {f"n{i}": {"type": "string"} for i in range(5)},
+        "patternProperties": patterns,
+    }
+    new = copy.deepcopy(old)
+    new["properties"]["n5"] = {"type": "string"}
+    assert breaking_changes(old, new) == []
+    assert len(compiles) <= 1100
+
+
+def test_the_work_of_one_comparison_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_STEPS elementary steps the answer is 'cannot be shown compatible', and no more work is done."""
+    monkeypatch.setattr(compat, "MAX_STEPS", 2_000)
+    searches = _count(monkeypatch, compat, "_search")
+    patterns = {f"^x{i}_": {"type": "string"} for i in range(300)}
+    old = {
+        "type": "object",
+        "properties": {f"n{i}": {"type": "string"} for i in range(300)},
+        "patternProperties": patterns,
+    }
+    new = copy.deepcopy(old)
+    new["properties"]["n300"] = {"type": "string"}
+    breaks = breaking_changes(old, new)
+    assert [b.kind for b in breaks] == [CONSTRAINT_ADDED] and "cannot be shown" in breaks[0].message
+    assert len(searches) <= 2_000

@@ -26,6 +26,12 @@ since a value matching two branches fails `oneOf`.
 
 Every `Break.pointer` points at a schema object in the NEW document: the one holding the constraint that
 breaks, or for something removed (a property, a branch) the schema that used to hold it.
+
+The work is bounded: at most MAX_COMPARISONS conjunctions and MAX_STEPS elementary steps (a child looked up,
+a name matched against a pattern, a value compared, two branches checked for overlap) per call; past either,
+the answer is one break saying compatibility cannot be shown. Value sets (enum, const) are compared by
+hashing, not pairwise, and branch lists and patterns are built once per call, so ordinary schemas stay linear
+(a 20,000-value enum took 56 s before; 1,000 oneOf branches 5 s; 1,500 names x 1,500 patterns 12 s).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import functools
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeGuard
@@ -117,12 +124,15 @@ class Break:
 
 def breaking_changes(old: dict[str, Any] | bool, new: dict[str, Any] | bool) -> list[Break]:
     """Every change that makes `new` reject a value `old` accepted; [] when `new` is backward compatible."""
+    token = _work.set(_Work(MAX_STEPS))
     try:
         found = _Comparer().compare([_Part.root("o", old)], [_Part.root("n", new)])
     except (_TooComplex, RecursionError):
         # schemas come from whoever registers them: bound the work, and answer "not shown compatible"
         message = "schemas too complex or too deeply nested to compare; compatibility cannot be shown"
         return [Break("", CONSTRAINT_ADDED, message)]
+    finally:
+        _work.reset(token)
     return list(dict.fromkeys(found))
 
 
@@ -131,6 +141,28 @@ class _TooComplex(Exception):
 
 
 MAX_COMPARISONS = 10_000  # the shipped schemas need about a hundred; this bounds the worst case to seconds
+MAX_STEPS = 1_000_000  # elementary steps per call (a few µs each): the shipped schemas need a few thousand
+
+
+class _Work:
+    """What one `breaking_changes` call may still spend, and what it has learnt (patterns, branch lists)."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self.patterns: dict[str, Any] = {}  # pattern -> compiled validator (None: does not compile)
+        self.branches: dict[tuple[str, str], list[_Part]] = {}  # (part key, keyword) -> its branch parts
+
+
+_work: ContextVar[_Work | None] = ContextVar("aitp_compat_work", default=None)
+
+
+def _spend(count: int = 1) -> None:
+    work = _work.get()
+    if work is None:
+        return
+    work.steps -= count
+    if work.steps < 0:
+        raise _TooComplex
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,6 +196,7 @@ class _Part:
         return isinstance(self.node, dict) and keyword in self.node
 
     def child(self, *path: str | int) -> _Part:
+        _spend()
         node: Any = self.node
         for step in path:
             if isinstance(node, dict) and isinstance(step, str):
@@ -260,6 +293,7 @@ class _Comparer:
         self._budget -= 1
         if self._budget < 0:
             raise _TooComplex
+        _spend(len(old) + len(new))
         if any(p.node is False for p in old):
             return []  # the old side accepts nothing
         info = _old_info(old)
@@ -312,8 +346,10 @@ class _Comparer:
                     shown = _show(allowed[0]) if keyword == "const" and allowed else _show(allowed)
                     yield Break(part.pointer, ENUM_NARROWED, f"{keyword} {shown} added where any value was allowed")
                     continue
+                _spend(len(allowed) + len(domain))
+                accepted = {_normal(a) for a in allowed}
                 for value in domain:
-                    if not any(_json_equal(value, a) for a in allowed):
+                    if _normal(value) not in accepted:
                         yield Break(part.pointer, ENUM_NARROWED, f"{keyword} no longer allows {_show(value)}")
 
     # -- numbers -------------------------------------------------------------------------------------------------
@@ -488,6 +524,7 @@ class _Comparer:
     def _properties(self, old: list[_Part], new: list[_Part]) -> Iterator[Break]:
         old_open = not any(p.has("additionalProperties") or p.has("unevaluatedProperties") for p in old)
         names = list(dict.fromkeys(n for p in old + new for n in _dict(p.get("properties"))))
+        _spend(len(names))
         for name in names:
             new_schemas = _schemas_for(new, name, new_side=True)
             if not new_schemas:
@@ -586,7 +623,7 @@ class _Comparer:
                 branches = part.get(keyword)
                 if not isinstance(branches, list) or not branches:
                     continue
-                candidates = [part.child(keyword, number) for number in range(len(branches))]
+                candidates = list(_branches(part, keyword))
                 if labels and labels[-1].index < len(candidates):
                     candidates.insert(0, candidates.pop(labels[-1].index))  # same index first: usually the match
                 tried: list[tuple[_Part, list[Break]]] = []
@@ -629,6 +666,7 @@ class _Comparer:
             for branch in branches:
                 if id(branch) in unchanged:
                     continue
+                _spend(len(branches))
                 other = next((o for o in branches if o is not branch and not _disjoint(branch, o, context)), None)
                 if other is not None:
                     message = (
@@ -643,6 +681,7 @@ class _Comparer:
         free = list(had)
         paired: set[int] = set()
         for branch in branches:
+            _spend(len(free))
             twin = next((o for o in free if self._equivalent(o, branch)), None)
             if twin is not None:
                 free.remove(twin)
@@ -695,6 +734,7 @@ def _flatten(parts: Iterable[_Part]) -> list[_Part]:
     stripped = {p.base for p in parts if p.key != p.base}
 
     def add(part: _Part) -> None:
+        _spend()
         if part.key in out or not (isinstance(part.node, dict) or part.node is False):
             return
         if part.key == part.base and part.base in stripped:
@@ -760,7 +800,8 @@ def _disjoint(a: _Part, b: _Part, context: list[_Part]) -> bool:
 def _values_disjoint(a: _OldInfo, b: _OldInfo) -> bool:
     if a.values is None or b.values is None:
         return False
-    return not any(_json_equal(x, y) for x in a.values for y in b.values)
+    _spend(len(a.values) + len(b.values))
+    return not {_normal(x) for x in a.values} & {_normal(y) for y in b.values}
 
 
 def _summary(parts: list[_Part]) -> str:
@@ -788,12 +829,15 @@ def _old_info(old: list[_Part]) -> _OldInfo:
             listed = [part.get("const")] if keyword == "const" else part.get("enum")
             if not isinstance(listed, list):
                 continue
+            _spend(len(listed))
             if values is None:
                 values = list(listed)
             else:
-                values = [v for v in values if any(_json_equal(v, x) for x in listed)]
+                kept = {_normal(x) for x in listed}
+                values = [v for v in values if _normal(v) in kept]
     if values is not None:
         # keep only the values the old side really accepts: a value it rejects anyway must not count as a break
+        _spend(len(values) * len(old))
         values = [v for v in values if _value_type(v) in types and not any(_rejects(p, v) for p in old)]
         types = {_value_type(v) for v in values}
     return _OldInfo(frozenset(types), values)
@@ -842,6 +886,7 @@ def _schemas_for(parts: list[_Part], name: str, new_side: bool) -> list[tuple[st
     out: list[tuple[str, _Part]] = []
     for part in parts:
         declared = False
+        _spend(1 + len(_dict(part.get("patternProperties"))))
         if name in _dict(part.get("properties")):
             out.append(("properties", part.child("properties", name)))
             declared = True
@@ -861,8 +906,16 @@ def _schemas_for(parts: list[_Part], name: str, new_side: bool) -> list[tuple[st
 
 
 def _branches(part: _Part, keyword: str) -> list[_Part]:
+    """The parts of `part`'s anyOf/oneOf branches, built once per call (a list of 1,000 is asked for often)."""
+    work = _work.get()
+    cached = None if work is None else work.branches.get((part.key, keyword))
+    if cached is not None:
+        return cached
     listed = part.get(keyword)
-    return [part.child(keyword, number) for number in range(len(listed))] if isinstance(listed, list) else []
+    found = [part.child(keyword, number) for number in range(len(listed))] if isinstance(listed, list) else []
+    if work is not None:
+        work.branches[(part.key, keyword)] = found
+    return found
 
 
 def _pattern_governed(parts: list[_Part], key: str, new_side: bool) -> list[_Part]:
@@ -1069,7 +1122,15 @@ def _show(value: Any) -> str:
 
 def _search(pattern: str, text: str) -> bool | None:
     """Whether `pattern` matches somewhere in `text`; None when the pattern does not compile."""
-    validator = _pattern_validator(pattern)
+    work = _work.get()
+    _spend(1 + len(text) // 64)
+    if work is None:
+        validator = _pattern_validator(pattern)
+    elif pattern in work.patterns:
+        validator = work.patterns[pattern]
+    else:
+        _spend(10 + len(pattern))  # compiling costs more than matching
+        validator = work.patterns[pattern] = _pattern_validator(pattern)
     return None if validator is None else bool(validator.is_valid(text))
 
 

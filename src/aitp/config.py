@@ -38,6 +38,11 @@ class Settings:
     max_schema_bytes: int = 256 << 10  # a registered schema, as compact JSON
     max_schema_depth: int = 32  # nesting of a registered schema
     max_json_depth: int = 32  # nesting of capability messages and other free-form JSON fields
+    # a registered schema's cost (aitp.capabilities.complexity, .trial): subschemas that may check one message
+    # node, and the CPU time and memory its compile may take (tried in a child process first)
+    max_schema_expansion: int = 1000
+    max_schema_compile_seconds: float = 1.0
+    max_schema_compile_bytes: int = 128 << 20
     # per key, in-process (each instance counts its own): requests per second (0: no limit), burst
     rate_limit: float = 50.0
     rate_burst: int = 100
@@ -76,6 +81,11 @@ class Settings:
             max_schema_bytes=int(env.get("AITP_MAX_SCHEMA_BYTES") or cls.max_schema_bytes),
             max_schema_depth=int(env.get("AITP_MAX_SCHEMA_DEPTH") or cls.max_schema_depth),
             max_json_depth=int(env.get("AITP_MAX_JSON_DEPTH") or cls.max_json_depth),
+            max_schema_expansion=int(env.get("AITP_MAX_SCHEMA_EXPANSION") or cls.max_schema_expansion),
+            max_schema_compile_seconds=float(
+                env.get("AITP_MAX_SCHEMA_COMPILE_SECONDS") or cls.max_schema_compile_seconds
+            ),
+            max_schema_compile_bytes=int(env.get("AITP_MAX_SCHEMA_COMPILE_BYTES") or cls.max_schema_compile_bytes),
             rate_limit=float(env.get("AITP_RATE_LIMIT") or cls.rate_limit),
             rate_burst=int(env.get("AITP_RATE_BURST") or cls.rate_burst),
             max_streams_per_key=int(env.get("AITP_MAX_STREAMS_PER_KEY") or cls.max_streams_per_key),

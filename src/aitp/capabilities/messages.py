@@ -19,7 +19,9 @@ from aitp.capabilities.registry import CapabilityRef, Registry
 from aitp.errors import Unprocessable
 from aitp.limits import check_depth
 
-MAX_REPORTED_ISSUES = 5
+# the first issue only: is_valid decides, then one error is built (iter_errors builds them all, each with a
+# copy of its part of the message: an invalid 243 KB message cost 10x a valid one, see registry.validate)
+MAX_REPORTED_ISSUES = 1
 
 
 @functools.lru_cache(maxsize=256)

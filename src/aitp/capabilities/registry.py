@@ -15,12 +15,23 @@ Accepted schema URLs (`Registry.resolve`):
               such as `https://aitp.dev/v1/decisions/schema.json`); an alias wins over the forms above.
 
 Each (capability, version) is converted (`schema_formats`), checked against its metaschema with
-`jsonschema`, and compiled once with `jsonschema_rs` when the registry is loaded: one validator for the
-whole schema and one per message type (the branch of the root `anyOf`/`oneOf` that requires that key), so
-an invalid message is reported against the branch it claims to be rather than as one opaque `anyOf`
-failure. Only local `$ref`s resolve: the engine's retriever refuses every other URI, so a schema with a
-remote reference fails to load instead of making the server fetch anything. Patterns use the engine's
-linear-time regex engine (`RegexOptions`).
+`jsonschema`, and compiled with `jsonschema_rs` when the registry is loaded, into exactly two validators
+whatever the number of message types: one for the whole schema (`root`, which decides validity), and one
+*dispatch* validator whose property `<type>` refers to the branch of that message type (the branch of the
+root `anyOf`/`oneOf` that requires that key), with the document embedded once. An invalid message
+`{"request_decision": ...}` is reported by validating `{"request_decision": <message>}` against the
+dispatch validator, so against the branch it claims to be rather than as one opaque `anyOf` failure.
+(Compiling one full copy of the document per message type made registration quadratic: a root object with
+700 optional properties has 700 message types, and took seconds and a gigabyte.)
+
+Validation decides with `is_valid` first; only an invalid message pays for an error, and only for the first
+one (`validate`, which stops there; `iter_errors` builds every error, each with a copy of its instance).
+`complexity.expansion` bounds, before a schema is accepted, how many subschemas can apply to one message
+node, which bounds what both cost (a `oneOf` recursing into itself made error reporting exponential).
+
+Only local `$ref`s resolve: the engine's retriever refuses every other URI, so a schema with a remote
+reference fails to load instead of making the server fetch anything. Patterns use the engine's linear-time
+regex engine (`RegexOptions`).
 """
 
 from __future__ import annotations
@@ -32,18 +43,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urldefrag, urlsplit
 
 import jsonschema
 import jsonschema_rs
 from packaging.version import Version
 
+from aitp.capabilities import complexity
 from aitp.capabilities.schema_formats import SchemaFormatError, to_json_schema
+from aitp.config import Settings
 from aitp.shipped import shipped_directory
 
 CANONICAL_BASE = "https://aitp.dev/capabilities"
 ENV_DIRECTORY = "AITP_CAPABILITIES_DIR"
 MAX_ISSUE_MESSAGE = 500
+# for directory loads: the defaults of AITP_MAX_SCHEMA_EXPANSION and AITP_MAX_JSON_DEPTH
+DEFAULT_MAX_EXPANSION = Settings.max_schema_expansion
+DEFAULT_MAX_DEPTH = Settings.max_json_depth
 
 _ID = r"[a-z0-9][a-z0-9._-]*"
 _VERSION = r"(?P<version>\d+\.\d+\.\d+)"
@@ -121,11 +137,16 @@ class CompiledVersion:
 
     version: CapabilityVersion
     root: Any  # jsonschema_rs validator for the whole schema
-    branches: dict[str, Any]  # message type -> jsonschema_rs validator for its branch
+    dispatch: Any  # jsonschema_rs validator of {message type: message}: each type checked against its branch
+    branches: dict[str, str]  # message type -> JSON pointer of its branch in `version.schema`
+    expansion: int = 0  # most subschemas that can apply to one message node (complexity.expansion)
 
-    def validate(self, message: Any, limit: int = 5) -> list[SchemaIssue]:
-        """[] when `message` is valid; else at most `limit` issues, first error first.
+    def validate(self, message: Any, limit: int = 1) -> list[SchemaIssue]:
+        """[] when `message` is valid; else its first issue (`limit` <= 1), or at most `limit` issues.
 
+        Validity is decided by `is_valid` (the fast path: valid messages never build an error). The first
+        issue comes from `validate`, which stops at the first error. A `limit` above 1 collects every error
+        with `iter_errors` (diagnostics and tests: it costs every error, never use it on a request path).
         Errors are reported against the branch of the message type the message carries (its first
         top-level key that is one of `message_types`); a message carrying none gets one root issue.
         """
@@ -138,9 +159,12 @@ class CompiledVersion:
         if message_type is None:
             types = ", ".join(self.branches)
             return [SchemaIssue("", f"expected a top-level key naming a message type of {ref}: {types}")]
-        limit = max(1, limit)
-        issues = _issues(self.branches[message_type].iter_errors(message), limit)
-        return issues or _issues(self.root.iter_errors(message), limit)
+        wrapped = {message_type: message}
+        if limit <= 1:
+            issue = _first_issue(self.dispatch, wrapped, 1) or _first_issue(self.root, message, 0)
+            return [issue or SchemaIssue("", f"not a valid {ref.id} message")]
+        issues = _issues(self.dispatch.iter_errors(wrapped), limit, 1)
+        return issues or _issues(self.root.iter_errors(message), limit, 0)
 
 
 class SchemaRejected(ValueError):
@@ -151,41 +175,76 @@ class SchemaRejected(ValueError):
         self.pointer = pointer
 
 
+class SchemaTooComplex(SchemaRejected):
+    """A schema whose validation or error reporting could cost without bound (see `complexity`)."""
+
+
 def compile_version(
     ref: CapabilityRef,
     source: Any,
     openapi_root: str | None = None,
     examples: dict[str, dict[str, Any]] | None = None,
+    *,
+    max_expansion: int = DEFAULT_MAX_EXPANSION,
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> CompiledVersion:
     """Convert, metaschema-check and compile a published schema document; SchemaRejected if it can't serve.
 
+    SchemaTooComplex (a SchemaRejected) when one node of a message nested `max_depth` levels could be
+    checked by more than `max_expansion` subschemas. Two validators are compiled, whatever the schema.
     Examples are kept, not checked here: the caller decides whether an invalid example is fatal.
     """
     try:
         schema = to_json_schema(source, openapi_root)
     except SchemaFormatError as exc:
         raise SchemaRejected(str(exc)) from None
+    check_metaschema(schema)
+    try:
+        root = compile_schema(schema)
+        branch_pointers = message_branches(schema)
+    except CapabilityLoadError as exc:
+        raise SchemaRejected(str(exc)) from None
+    except Exception as exc:  # jsonschema_rs reports schema and $ref errors as ValidationError
+        raise SchemaRejected(f"cannot compile: {_first_line(exc)}") from None
+    try:
+        bound = complexity.expansion(schema, max_depth, max_expansion)
+    except complexity.SchemaTooComplex as exc:
+        raise SchemaTooComplex(str(exc), exc.pointer) from None
+    try:
+        dispatch = compile_schema(_dispatch_schema(schema, branch_pointers, ref))
+    except Exception as exc:
+        raise SchemaRejected(f"cannot compile: {_first_line(exc)}") from None
+    version = CapabilityVersion(
+        ref=ref, schema=schema, source=source, examples=dict(examples or {}), message_types=list(branch_pointers)
+    )
+    return CompiledVersion(
+        version=version, root=root, dispatch=dispatch, branches=branch_pointers, expansion=bound.worst
+    )
+
+
+def check_metaschema(schema: dict[str, Any]) -> None:
+    """SchemaRejected unless `schema` passes its metaschema.
+
+    jsonschema-rs decides (about 2 ms for a 190 KB schema); the Python `jsonschema` check (about a second for
+    the same schema, all of it holding the event loop) runs only to describe a schema already found invalid,
+    or one whose `$schema` jsonschema-rs does not know. Patterns are judged by the engine that runs them
+    (the compile step), not by Python's `re`.
+    """
+    try:
+        if jsonschema_rs.meta.is_valid(schema):
+            return
+    except Exception:  # an unknown $schema (ReferencingError): let the Python check judge it
+        pass
     try:
         jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
     except jsonschema.SchemaError as exc:
         pointer = json_pointer(exc.absolute_path)
         raise SchemaRejected(f"not a valid JSON Schema at {pointer or '/'}: {exc.message}", pointer) from None
-    try:
-        root = compile_schema(schema)
-        branch_pointers = message_branches(schema)
-        branches = {
-            message_type: compile_schema(_branch_schema(schema, pointer, ref))
-            for message_type, pointer in branch_pointers.items()
-        }
-    except CapabilityLoadError as exc:
-        raise SchemaRejected(str(exc)) from None
-    except Exception as exc:  # jsonschema_rs reports schema and $ref errors as ValidationError
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SchemaRejected(f"cannot compile: {first_line}") from None
-    version = CapabilityVersion(
-        ref=ref, schema=schema, source=source, examples=dict(examples or {}), message_types=list(branch_pointers)
-    )
-    return CompiledVersion(version=version, root=root, branches=branches)
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def version_text(version: Version) -> str:
@@ -281,14 +340,22 @@ def compile_schema(schema: dict[str, Any]) -> Any:
     return jsonschema_rs.validator_for(schema, retriever=_refuse_remote, pattern_options=jsonschema_rs.RegexOptions())
 
 
-def _branch_schema(schema: dict[str, Any], pointer: str, ref: CapabilityRef) -> dict[str, Any]:
-    """A schema validating against the subschema at `pointer` of `schema`, with `schema`'s own refs intact."""
+def _dispatch_schema(schema: dict[str, Any], branches: dict[str, str], ref: CapabilityRef) -> dict[str, Any]:
+    """One schema checking `{<type>: message}` against the branch of <type>, with `schema` embedded once.
+
+    `schema` keeps its own refs (it is embedded whole, under its own `$id`); each message type is a property
+    referring to its branch, so compiling this costs one copy of the document whatever the number of types
+    (types sharing a branch share its compiled validator).
+    """
     base = schema.get("$id")
     embedded = dict(schema)
+    if isinstance(base, str) and base:
+        base = urldefrag(base)[0]
     if not isinstance(base, str) or not base:
         base = f"urn:aitp:capability:{ref.id}:{version_text(ref.version)}"
         embedded["$id"] = base
-    return {"$schema": schema.get("$schema"), "$ref": f"{base}#{pointer}", "$defs": {"capability": embedded}}
+    properties = {message_type: {"$ref": f"{base}#{pointer}"} for message_type, pointer in branches.items()}
+    return {"$schema": schema.get("$schema"), "properties": properties, "$defs": {"capability": embedded}}
 
 
 def _normalize_url(url: str) -> str | None:
@@ -319,6 +386,8 @@ class Registry:
         # URL -> what it resolves to: every capability message and every actor's declarations name one, on
         # every request (~3 us to parse each time). Cleared whenever the registry changes.
         self._resolved: dict[str, CapabilityRef | None] = {}
+        # stored versions that could not be loaded: ref -> (content fingerprint, why), not retried while the same
+        self._set_aside: dict[CapabilityRef, tuple[str, str]] = {}
         self.generation = 0  # bumped by every change: what was derived from an older one is stale
 
     # ----------------------------------------------------------------- loading
@@ -421,6 +490,18 @@ class Registry:
         if info is not None and ref.version not in info.versions:
             info.versions = sorted([*info.versions, ref.version])
 
+    def set_aside(self, ref: CapabilityRef, fingerprint: str, reason: str) -> None:
+        """Remember that the stored version `ref` with this content cannot be loaded (so it is not retried)."""
+        self._set_aside[ref] = (fingerprint, reason)
+
+    def is_set_aside(self, ref: CapabilityRef, fingerprint: str) -> bool:
+        known = self._set_aside.get(ref)
+        return known is not None and known[0] == fingerprint
+
+    def set_aside_versions(self) -> dict[CapabilityRef, str]:
+        """Stored versions this registry could not load, with the reason."""
+        return {ref: reason for ref, (_, reason) in self._set_aside.items()}
+
     def _changed(self) -> None:
         self._resolved.clear()
         self.generation += 1
@@ -506,8 +587,8 @@ class Registry:
 
     # -------------------------------------------------------------- validation
 
-    def validate(self, ref: CapabilityRef, message: dict[str, Any], limit: int = 5) -> list[SchemaIssue]:
-        """[] when `message` is valid for `ref`; else at most `limit` issues (see `CompiledVersion.validate`).
+    def validate(self, ref: CapabilityRef, message: dict[str, Any], limit: int = 1) -> list[SchemaIssue]:
+        """[] when `message` is valid for `ref`; else its first issue (see `CompiledVersion.validate`).
 
         Raises UnknownCapabilityVersion when the registry does not have `ref` (check `get` first).
         """
@@ -517,13 +598,26 @@ class Registry:
         return compiled.validate(message, limit)
 
 
-def _issues(errors: Iterable[Any], limit: int) -> list[SchemaIssue]:
+def _issue(error: Any, skip: int) -> SchemaIssue:
+    message = error.message
+    if len(message) > MAX_ISSUE_MESSAGE:
+        message = message[: MAX_ISSUE_MESSAGE - 1] + "…"
+    return SchemaIssue(json_pointer(list(error.instance_path)[skip:]), message)
+
+
+def _first_issue(validator: Any, instance: Any, skip: int) -> SchemaIssue | None:
+    """The first error of `instance` (None if valid), its pointer without the first `skip` path parts."""
+    try:
+        validator.validate(instance)
+    except jsonschema_rs.ValidationError as error:
+        return _issue(error, skip)
+    return None
+
+
+def _issues(errors: Iterable[Any], limit: int, skip: int) -> list[SchemaIssue]:
     issues: list[SchemaIssue] = []
     for error in errors:
-        message = error.message
-        if len(message) > MAX_ISSUE_MESSAGE:
-            message = message[: MAX_ISSUE_MESSAGE - 1] + "…"
-        issues.append(SchemaIssue(json_pointer(error.instance_path), message))
+        issues.append(_issue(error, skip))
         if len(issues) >= limit:
             break
     return issues

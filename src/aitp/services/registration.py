@@ -4,13 +4,21 @@ Shipped capabilities come from files; registered ones live in the store (`capabi
 survive restarts and reach every instance sharing the store. An instance loads them at start-up, before
 each registration, and when a lookup misses (`sync_on_miss`), so a version registered on instance B is
 usable on instance A at its first use there.
+
+What a schema costs is bounded before the server spends it: the cost of validating against it
+(`complexity`, in `compile_version`), and the CPU time and memory of compiling it, tried first in a child
+process with hard limits (`trial`); over any of them, registration answers 422 `schema_too_complex`. A stored
+version that cannot be loaded (over today's limits, invalid, an alias now taken, anything) is logged and set
+aside, once per content: the others load and the server starts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -18,15 +26,19 @@ from packaging.version import Version
 
 from aitp import limits, render
 from aitp.auth import CAPABILITIES_WRITE, Principal
+from aitp.capabilities import trial
 from aitp.capabilities.compat import breaking_changes
 from aitp.capabilities.registry import (
     AliasRefused,
     CapabilityRef,
     CompiledVersion,
+    Registry,
     SchemaRejected,
+    SchemaTooComplex,
     compile_version,
     version_text,
 )
+from aitp.config import Settings
 from aitp.errors import APIError, Conflict, InvalidRequest, PermissionDenied, Unprocessable
 from aitp.models import RegisterCapabilityRequest
 from aitp.runtime import Runtime, now
@@ -43,19 +55,43 @@ T = TypeVar("T")
 
 
 async def sync_registry(rt: Runtime) -> int:
-    """Add every stored registration this instance's registry lacks; returns how many were added."""
+    """Add every stored registration this instance's registry lacks; returns how many were added.
+
+    New ones are tried (`trial`) together in one child process, then compiled here. One that cannot be
+    loaded, for whatever reason, is logged and set aside (not tried again while its content is the same):
+    it never stops the others, nor the server's start.
+    """
     rt.registry_synced_at = time.monotonic()
-    added = 0
+    fresh: list[tuple[CapabilityRef, CapabilityVersionRecord]] = []
     for record in await rt.store.list_capability_versions():
-        ref = CapabilityRef(record.id, Version(record.version))
+        try:
+            ref = CapabilityRef(record.id, Version(record.version))
+        except Exception as exc:  # noqa: BLE001 - a malformed record is skipped like any unloadable one
+            log.error("registered capability %r %r cannot be loaded and is skipped: %s", record.id, record.version, exc)
+            continue
         if rt.registry.get(ref) is not None:
             if not _same_as_known(rt, ref, record):
                 log.warning("registered %s differs from the shipped file version; the file wins", ref)
             continue
+        if rt.registry.is_set_aside(ref, _content(record)):
+            continue
+        fresh.append((ref, record))
+    if not fresh:
+        return 0
+    try:
+        verdicts = await trial.run([_trial_item(record) for _, record in fresh], _budget(rt.settings))
+    except Exception:  # noqa: BLE001 - no trial at all: each is compiled here, its CPU time measured
+        log.exception("trial compiles failed; compiling %d stored version(s) without a memory limit", len(fresh))
+        verdicts = [trial.UNCHECKED] * len(fresh)
+    added = 0
+    for (ref, record), verdict in zip(fresh, verdicts, strict=True):
+        if rt.registry.get(ref) is not None:  # a concurrent sync got there first
+            continue
         try:
-            _install(rt, record, _compile(record))
-        except (SchemaRejected, AliasRefused) as exc:  # e.g. stricter rules since it was registered
-            log.error("registered %s cannot be loaded and is skipped: %s", ref, exc)
+            _install(rt, record, await _compile_measured(record, rt.settings, verdict))
+        except Exception as exc:  # noqa: BLE001 - e.g. stricter rules since it was registered, an alias taken
+            log.error("registered %s cannot be loaded and is set aside: %s", ref, exc)
+            rt.registry.set_aside(ref, _content(record), str(exc))
             continue
         added += 1
     return added
@@ -90,6 +126,23 @@ async def register_capability(
     limits.check_schema(body.schema_, rt.settings)
     for i, example in enumerate(body.examples):
         limits.check_depth(example, rt.settings.max_json_depth, f"examples[{i}]")
+    # one registration at a time in this process: checking takes a trial compile (the event loop serves others
+    # meanwhile), and a version must be checked against the neighbours as they will be when it is installed
+    async with _registration_lock(rt):
+        return await _register(rt, principal, body)
+
+
+_locks: weakref.WeakKeyDictionary[Registry, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _registration_lock(rt: Runtime) -> asyncio.Lock:
+    lock = _locks.get(rt.registry)
+    if lock is None:
+        lock = _locks[rt.registry] = asyncio.Lock()
+    return lock
+
+
+async def _register(rt: Runtime, principal: Principal, body: RegisterCapabilityRequest) -> tuple[dict[str, Any], bool]:
     await sync_registry(rt)
     record = CapabilityVersionRecord(
         id=body.id,
@@ -109,7 +162,7 @@ async def register_capability(
             raise _immutable(ref)
         return render.capability(rt.registry.capability(ref.id)), False  # type: ignore[arg-type]
 
-    compiled = _checked(rt, ref, record)
+    compiled = await _checked(rt, ref, record)
     stored = await rt.store.register_capability_version(record)
     created = stored == record
     if not created and _content(stored) != _content(record):  # another instance registered it first
@@ -121,16 +174,72 @@ async def register_capability(
 # ------------------------------------------------------------------------------------------ checks
 
 
-def _compile(record: CapabilityVersionRecord) -> CompiledVersion:
+def _budget(settings: Settings) -> trial.Budget:
+    return trial.Budget(
+        seconds=settings.max_schema_compile_seconds,
+        bytes=settings.max_schema_compile_bytes,
+        max_expansion=settings.max_schema_expansion,
+        max_depth=settings.max_json_depth,
+    )
+
+
+def _trial_item(record: CapabilityVersionRecord) -> dict[str, Any]:
+    return {"id": record.id, "version": record.version, "schema": record.schema, "openapi_root": record.openapi_root}
+
+
+def _over_budget(verdict: trial.Verdict, settings: Settings) -> str:
+    if verdict.reason == "memory":
+        limit = f"{settings.max_schema_compile_bytes / (1 << 20):g} MiB of memory"
+    else:
+        limit = f"{settings.max_schema_compile_seconds:g} s of CPU time"
+    return f"compiling it takes more than this server allows ({limit}); split or simplify the schema"
+
+
+def _compile(record: CapabilityVersionRecord, settings: Settings) -> CompiledVersion:
     ref = CapabilityRef(record.id, Version(record.version))
     examples = {f"example-{i}": example for i, example in enumerate(record.examples)}
-    return compile_version(ref, record.schema, record.openapi_root, examples)
+    return compile_version(
+        ref,
+        record.schema,
+        record.openapi_root,
+        examples,
+        max_expansion=settings.max_schema_expansion,
+        max_depth=settings.max_json_depth,
+    )
 
 
-def _checked(rt: Runtime, ref: CapabilityRef, record: CapabilityVersionRecord) -> CompiledVersion:
-    """Compile and check a new version: a valid schema, valid examples, free aliases, semver kept."""
+async def _compile_measured(
+    record: CapabilityVersionRecord, settings: Settings, verdict: trial.Verdict
+) -> CompiledVersion:
+    """Compile what the trial found within budget, on a worker thread (the event loop keeps running between
+    the Python parts); what it refused is refused here without compiling. Without a trial (`verdict.checked`
+    False) the CPU time is measured here instead, and a compile over budget refused."""
+    if not verdict.within:
+        raise SchemaTooComplex(_over_budget(verdict, settings))
+    if verdict.rejected == "too_complex":
+        raise SchemaTooComplex(verdict.detail, verdict.pointer)
+    if verdict.rejected:
+        raise SchemaRejected(verdict.detail, verdict.pointer)
+
+    def compile_timed() -> tuple[CompiledVersion, float]:
+        started = time.thread_time()
+        compiled = _compile(record, settings)
+        return compiled, time.thread_time() - started
+
+    compiled, seconds = await asyncio.to_thread(compile_timed)
+    if not verdict.checked and seconds > settings.max_schema_compile_seconds:
+        raise SchemaTooComplex(_over_budget(trial.Verdict(False, "time", seconds), settings))
+    return compiled
+
+
+async def _checked(rt: Runtime, ref: CapabilityRef, record: CapabilityVersionRecord) -> CompiledVersion:
+    """Compile and check a new version: within budget, a valid schema, valid examples, free aliases, semver kept."""
+    (verdict,) = await trial.run([_trial_item(record)], _budget(rt.settings))
     try:
-        compiled = _compile(record)
+        compiled = await _compile_measured(record, rt.settings, verdict)
+    except SchemaTooComplex as exc:
+        param = "schema" + exc.pointer if exc.pointer else "schema"
+        raise Unprocessable(f"The schema is too complex: {exc}", param=param, code="schema_too_complex") from None
     except SchemaRejected as exc:
         param = "schema" + exc.pointer if exc.pointer else "schema"
         raise Unprocessable(f"The schema cannot be used: {exc}", param=param, code="invalid_schema") from None
@@ -151,11 +260,11 @@ def _checked(rt: Runtime, ref: CapabilityRef, record: CapabilityVersionRecord) -
             raise error(
                 f"aliases[{i}]: {exc}.", param=f"aliases[{i}]", code="alias_taken" if exc.taken else "invalid_alias"
             ) from None
-    _check_semver(rt, compiled)
+    await _check_semver(rt, compiled)
     return compiled
 
 
-def _check_semver(rt: Runtime, compiled: CompiledVersion) -> None:
+async def _check_semver(rt: Runtime, compiled: CompiledVersion) -> None:
     """Within a major, each version accepts every message its predecessor accepted."""
     ref = compiled.version.ref
     same_major = [v for v in rt.registry.versions(ref.id) if v.major == ref.version.major]
@@ -170,7 +279,7 @@ def _check_semver(rt: Runtime, compiled: CompiledVersion) -> None:
     for old, new in pairs:
         old_schema = schemas.get(old) or rt.registry.get(old).schema  # type: ignore[union-attr]
         new_schema = schemas.get(new) or rt.registry.get(new).schema  # type: ignore[union-attr]
-        breaks = breaking_changes(old_schema, new_schema)
+        breaks = await asyncio.to_thread(breaking_changes, old_schema, new_schema)  # bounded (compat.MAX_STEPS)
         if not breaks:
             continue
         listed = "; ".join(f"{b.kind} at {b.pointer or '/'}: {b.message}" for b in breaks[:MAX_REPORTED_BREAKS])

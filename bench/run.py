@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], float]] = {
         420,
     ),
     "load": (["--writers", "200", "--messages", "50"], ["--writers", "50", "--messages", "10"], 420),
+    "hostile_schemas": ([], ["--sizes", "700", "--depths", "12", "--rounds", "3"], 300),
 }
 
 
@@ -195,12 +196,49 @@ def load_rows(r: dict[str, Any]) -> list[Row]:
     ]
 
 
+def hostile_schemas_rows(r: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for size, f in sorted(r["registration"].items(), key=lambda item: int(item[0])):
+        rows.append(
+            (
+                f"register a {int(size):,}-property schema ({f['schema_kib']:.0f} KiB)",
+                f"{f.get('register', '?')} in {f.get('register_s', 0):.2f} s",
+                f"server peak {f.get('peak_before_mib') or 0:.0f} -> {f.get('peak_after_mib') or 0:.0f} MiB; "
+                f"restart {f.get('restart', '-')} in {f.get('restart_s', 0):.2f} s",
+                "",
+            )
+        )
+    recursion = r["recursion"]
+    rows.append(
+        (
+            "register a oneOf-recursion schema",
+            f"{recursion['register']} in {recursion['register_s'] * 1000:.0f} ms",
+            "messages: " + ", ".join(f"{d}: {m['refuse_s'] * 1000:.0f} ms" for d, m in recursion["messages"].items()),
+            verdict(recursion["register"].endswith("schema_too_complex"), "refused"),
+        )
+    )
+    decisions = r["decisions"]
+    valid = decisions["valid"]["p50_ms"]
+    worst = max((name for name in decisions if name != "valid"), key=lambda name: decisions[name]["p50_ms"])
+    ratio = decisions[worst]["p50_ms"] / valid
+    rows.append(
+        (
+            "refuse an invalid 243 KB request_decision (worst)",
+            f"{decisions[worst]['p50_ms']:.1f} ms",
+            f"x{ratio:.2f} of accepting a valid one ({valid:.1f} ms)",
+            verdict(ratio <= 3, "<= 3x"),
+        )
+    )
+    return rows
+
+
 ROWS = {
     "validation": validation_rows,
     "ingest": ingest_rows,
     "fanout": fanout_rows,
     "scale": scale_rows,
     "load": load_rows,
+    "hostile_schemas": hostile_schemas_rows,
 }
 
 

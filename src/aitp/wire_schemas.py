@@ -22,6 +22,7 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "event-list": (models.EventList, "serialization"),
     "inbox-event": (models.InboxEvent, "serialization"),
     "inbox-event-list": (models.InboxEventList, "serialization"),
+    "message-refusal": (models.MessageRefusal, "serialization"),
     "thread-list": (models.ListPage[models.Thread], "serialization"),
     "message-list": (models.ListPage[models.Message], "serialization"),
     "actor-list": (models.ActorList, "serialization"),

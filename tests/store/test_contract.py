@@ -814,6 +814,32 @@ async def test_list_events_round_trips_event_data(store: Store) -> None:
     assert event == EventRecord(thread_id=thread.id, seq=2, type="custom", created_at=new_event.created_at, data=data)
 
 
+async def test_append_event_logs_an_event_alone_under_the_next_seq_for_every_member(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ("m0",))  # 1, 2
+
+    logged = await store.append_event(thread.id, ev("thread.message.refused", actor="bob"))
+
+    assert logged is not None and (logged.seq, logged.type, logged.data) == (
+        3,
+        "thread.message.refused",
+        {"actor": "bob"},
+    )
+    assert await store.list_events(thread.id, after=2, limit=10) == [logged]
+    assert (await store.get_thread(thread.id)).last_seq == 3  # type: ignore[union-attr]
+    assert await texts_of(store, thread.id) == ["m0"]  # an event, no message
+    for actor in ("alice", "bob"):
+        assert (await store.list_inbox_events(actor, 0, limit=100))[-1].gid == logged.gid
+
+
+async def test_append_event_to_an_unknown_or_deleted_thread_is_none(store: Store) -> None:
+    thread, _, _ = await make_thread(store)
+    final = await store.delete_thread(thread.id, ev("thread.deleted"))
+
+    assert await store.append_event(thread.id, ev("thread.message.refused")) is None
+    assert await store.append_event(new_id("thread"), ev("thread.message.refused")) is None
+    assert await store.list_events(thread.id, after=0, limit=100) == [final]
+
+
 async def test_events_stay_contiguous_across_mixed_mutations(store: Store) -> None:
     thread, [m0], _ = await make_thread(store, ("alice", "bob"), ("m0",))  # 1, 2
     await store.update_thread(thread.id, {"metadata": {"a": "1"}}, Renderer("thread.updated"))  # 3

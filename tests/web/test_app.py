@@ -7,6 +7,7 @@ Every message or actor the UI creates is checked through the HTTP API as well.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import socket
 import threading
@@ -279,6 +280,21 @@ def test_a_message_another_actor_posts_appears_live(page: Page, web_server: WebS
     expect(article).to_contain_text("Blue or red?")
     expect(article).to_have_attribute("data-actor", shop)
     assert page.evaluate("window.__sameDocument") is True
+
+
+def test_a_capability_message_i_cannot_read_shows_as_a_refusal_line(page: Page, web_server: WebServer) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    shop_agent = web_server.agent(shop)
+    thread = create_thread(shop_agent, actors=[{"id": shop, "capabilities": [DECISIONS]}, {"id": alice}])
+    open_ui(page, web_server, web_server.key_for(alice), thread["id"])
+
+    request = {"$schema": DECISIONS, "request_decision": {"id": "r1", "options": [{"id": "red", "name": "Red"}]}}
+    refused = shop_agent.post(f"/threads/{thread['id']}/messages", json={"content": json.dumps(request)})
+    assert refused.status_code == 422 and refused.json()["error"]["unsupported_by"] == [alice], refused.text
+
+    expect(page.locator(".system-line[data-event=refused]")).to_have_text(
+        f"{shop} sent a request_decision (aitp-02-decisions 1.0.0) that was refused: you cannot read it."
+    )
 
 
 def test_an_admin_link_posts_as_a_member_it_chooses(page: Page, web_server: WebServer) -> None:

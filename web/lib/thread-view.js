@@ -94,6 +94,9 @@ export class ThreadView {
       case "thread.message.deleted":
         this.#delete(event.data.id);
         break;
+      case "thread.message.refused":
+        this.#refused(event.data);
+        break;
       case "thread.updated":
         this.thread = event.data;
         this.#renderHeader();
@@ -178,6 +181,16 @@ export class ThreadView {
     if (!this.byId.delete(id)) return;
     this.messages = this.messages.filter((item) => item.id !== id);
     this.#articleOf(id)?.remove();
+  }
+
+  /** A system line: a member's capability message was refused because some actors cannot read it. */
+  #refused(refusal) {
+    const stick = this.#nearEnd();
+    const who = refusal.unsupported_by.map((id) => (id === this.me ? "you" : id)).join(", ");
+    const what = `${refusal.type ?? "message"} (${refusal.capability} ${refusal.version})`;
+    const line = `${refusal.actor} sent a ${what} that was refused: ${who} cannot read it.`;
+    this.elements.log.append(h("p", { class: "system-line", role: "status", dataset: { event: "refused" } }, line));
+    this.#scrollToEnd(stick);
   }
 
   #articleOf(id) {

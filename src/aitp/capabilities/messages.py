@@ -41,6 +41,41 @@ class CapabilityPart:
         return next((k for k in self.message if k != "$schema"), None)
 
 
+class CapabilityNotSupported(Unprocessable):
+    """422 `capability_not_supported`: actors of the thread (`unsupported_by`) cannot read a capability message.
+
+    The envelope names them. When the sender reads the message and only recipients do not, the members are
+    told too (`services.messages`): they are the ones who can declare the capability."""
+
+    default_code = "capability_not_supported"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str,
+        sender: str,
+        part: CapabilityPart,
+        ref: CapabilityRef,
+        unsupported_by: list[str],
+    ) -> None:
+        super().__init__(message, param=param)
+        self.sender = sender
+        self.part = part
+        self.ref = ref
+        self.unsupported_by = unsupported_by
+
+    @property
+    def by_recipients(self) -> bool:
+        """True when the sender reads the message and some recipients do not."""
+        return self.sender not in self.unsupported_by
+
+    def envelope(self) -> dict[str, Any]:
+        body = super().envelope()
+        body["error"]["unsupported_by"] = list(self.unsupported_by)
+        return body
+
+
 def capability_parts(content: Sequence[dict[str, Any]]) -> list[CapabilityPart]:
     parts = []
     for index, part in enumerate(content):
@@ -79,7 +114,7 @@ def check_parts(
     capability part) and the validated parts with their capability id.
 
     Raises 400 `nesting_too_deep` (before any validation: deep JSON is what makes validators slow), 422
-    `unknown_capability`, `invalid_capability_message` or `capability_not_supported`.
+    `unknown_capability`, `invalid_capability_message` or `capability_not_supported` (`CapabilityNotSupported`).
     """
     parts = capability_parts(content)
     if not parts:
@@ -116,20 +151,20 @@ def check_parts(
                 code="invalid_capability_message",
             )
         cannot = unable_to_read(registry, declarations, ref.id, ref.version.major)
-        if sender in cannot:
-            raise Unprocessable(
-                f"{param}: the sender '{sender}' has not declared {ref.id} major version {ref.version.major}; "
-                "declare it (POST /v1/threads/{id}/actors) before sending such messages.",
-                param=f"{param}.$schema",
-                code="capability_not_supported",
-            )
         if cannot:
-            raise Unprocessable(
-                f"{param}: {', '.join(repr(a) for a in cannot)} cannot read {ref.id} major version "
-                f"{ref.version.major}; send plain text or a version every actor supports "
-                "(GET /v1/threads/{id}/capabilities).",
-                param=f"{param}.$schema",
-                code="capability_not_supported",
+            if sender in cannot:
+                text = (
+                    f"{param}: the sender '{sender}' has not declared {ref.id} major version {ref.version.major}; "
+                    "declare it (POST /v1/threads/{id}/actors) before sending such messages."
+                )
+            else:
+                text = (
+                    f"{param}: {', '.join(repr(a) for a in cannot)} cannot read {ref.id} major version "
+                    f"{ref.version.major}; send plain text or a version every actor supports "
+                    "(GET /v1/threads/{id}/capabilities)."
+                )
+            raise CapabilityNotSupported(
+                text, param=f"{param}.$schema", sender=sender, part=part, ref=ref, unsupported_by=list(cannot)
             )
         summary[part.index] = {
             "capability": ref.id,

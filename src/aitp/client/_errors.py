@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -12,7 +13,8 @@ class AitpError(Exception):
 
     `param` names the offending field (`messages[0].content`, or a JSON pointer such as
     `/request_decision/options/0` for an invalid capability message); `code` is the stable,
-    machine-readable reason (`thread_not_found`, `invalid_capability_message`, ...).
+    machine-readable reason (`thread_not_found`, `invalid_capability_message`, ...). `unsupported_by`
+    (`capability_not_supported` only) names the thread's actors that cannot read the capability message.
     """
 
     def __init__(
@@ -23,6 +25,7 @@ class AitpError(Exception):
         type: str | None = None,
         code: str | None = None,
         param: str | None = None,
+        unsupported_by: list[str] | None = None,
         response: httpx.Response | None = None,
     ) -> None:
         super().__init__(message)
@@ -31,6 +34,7 @@ class AitpError(Exception):
         self.type = type
         self.code = code
         self.param = param
+        self.unsupported_by = unsupported_by
         self.response = response
 
     def __str__(self) -> str:
@@ -108,6 +112,12 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def unsupported_by(error: Mapping[str, Any]) -> list[str] | None:
+    """The envelope's `unsupported_by` (actors that cannot read a capability message), if it has one."""
+    value = error.get("unsupported_by")
+    return [a for a in value if isinstance(a, str)] if isinstance(value, list) else None
+
+
 def error_from_response(response: httpx.Response) -> AitpError:
     """The exception for a non-2xx response; bodies that are not the envelope (a proxy's HTML page) still map."""
     error = _envelope(response)
@@ -121,5 +131,6 @@ def error_from_response(response: httpx.Response) -> AitpError:
         type=_text(error.get("type")),
         code=_text(error.get("code")),
         param=_text(error.get("param")),
+        unsupported_by=unsupported_by(error),
         response=response,
     )

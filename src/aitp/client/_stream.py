@@ -29,7 +29,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from aitp import __version__
 from aitp.client._content import MessageContent, content_body
-from aitp.client._errors import AitpError, NotFound, Unauthenticated, error_class
+from aitp.client._errors import AitpError, NotFound, Unauthenticated, error_class, unsupported_by
 from aitp.client._http import API_PREFIX, HttpSession
 from aitp.models import Event, Message
 
@@ -97,6 +97,7 @@ def reply_error(reply: Mapping[str, Any]) -> AitpError:
         type=kind,
         code=code,
         param=_text(error.get("param")),
+        unsupported_by=unsupported_by(error),
     )
 
 

@@ -15,7 +15,7 @@ from aitp.models.capabilities import (
     ThreadCapabilities,
 )
 from aitp.models.common import DeletedObject, ErrorBody, ErrorResponse, ListPage
-from aitp.models.events import Event, EventList, InboxEvent, InboxEventList
+from aitp.models.events import Event, EventList, InboxEvent, InboxEventList, MessageRefusal
 from aitp.models.keys import ApiKey, ApiKeyList, CreatedApiKey, CreateKeyRequest, Identity
 from aitp.models.messages import CreateMessageRequest, Message, ModifyMessageRequest
 from aitp.models.threads import (
@@ -58,6 +58,7 @@ __all__ = [
     "InboxEventList",
     "ListPage",
     "Message",
+    "MessageRefusal",
     "ModifyMessageRequest",
     "ModifyThreadRequest",
     "RangeDeclaration",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 T = TypeVar("T")
 
@@ -14,6 +14,10 @@ class ErrorBody(BaseModel):
     type: str
     param: str | None
     code: str | None
+    unsupported_by: list[str] | None = Field(
+        default=None,
+        description="`capability_not_supported` only: the thread's actors that cannot read the capability message.",
+    )
 
 
 class ErrorResponse(BaseModel):

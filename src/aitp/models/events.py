@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 EventType = Literal[
     "thread.created",
@@ -16,6 +16,7 @@ EventType = Literal[
     "thread.message.created",
     "thread.message.updated",
     "thread.message.deleted",
+    "thread.message.refused",
     "thread.capabilities.updated",
 ]
 
@@ -48,3 +49,19 @@ class InboxEventList(BaseModel):
     data: list[InboxEvent]
     last_cursor: int
     has_more: bool
+
+
+class MessageRefusal(BaseModel):
+    """`data` of a `thread.message.refused` event: a member's capability message was refused because other
+    actors of the thread cannot read it (the sender got 422 `capability_not_supported`). No content is kept."""
+
+    thread_id: str
+    actor: str = Field(description="Who sent the message.")
+    code: Literal["capability_not_supported"] = "capability_not_supported"
+    capability: str = Field(description="The capability id, e.g. aitp-02-decisions.")
+    version: str = Field(description="The version the message was sent in, e.g. 1.0.0.")
+    type: str | None = Field(description="The message type, e.g. request_decision.")
+    param: str = Field(description="The refused part, e.g. content[1].$schema.")
+    unsupported_by: list[str] = Field(
+        description="The actors that cannot read it; once they declare the capability, the message goes through."
+    )

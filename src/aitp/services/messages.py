@@ -7,10 +7,10 @@ from typing import Any
 from aitp import limits, render
 from aitp.auth import Principal
 from aitp.capabilities.correlate import correlate, duplicate_error
-from aitp.capabilities.messages import CapabilityPart, check_parts
+from aitp.capabilities.messages import CapabilityNotSupported, CapabilityPart, check_parts
 from aitp.errors import InvalidRequest, PermissionDenied, message_not_found, thread_not_found
 from aitp.ids import new_id
-from aitp.models import CreateMessageRequest, ModifyMessageRequest
+from aitp.models import CreateMessageRequest, MessageRefusal, ModifyMessageRequest
 from aitp.runtime import Runtime, now
 from aitp.services.access import ThreadView, acting_actor, readable_thread
 from aitp.services.inputs import check_attachments, check_metadata, normalize_content
@@ -68,13 +68,32 @@ def build_message(
     return record, parts
 
 
+def refusal_event(thread_id: str, refused: CapabilityNotSupported, created_at: int) -> NewEvent:
+    """`thread.message.refused`: what the members need to know to let such a message through (no content)."""
+    refusal = MessageRefusal(
+        thread_id=thread_id,
+        actor=refused.sender,
+        capability=refused.ref.id,
+        version=str(refused.ref.version),
+        type=refused.part.type,
+        param=refused.param or "",
+        unsupported_by=refused.unsupported_by,
+    )
+    return NewEvent("thread.message.refused", refusal.model_dump(), created_at)
+
+
 async def create_message(
     rt: Runtime, principal: Principal, thread_id: str, body: CreateMessageRequest
 ) -> dict[str, Any]:
     limits.check_message(body.content, body.attachments, rt.settings)  # before any store call
     view = await readable_thread(rt, principal, thread_id, recent=True)  # the hot path: ~10% of a POST
     created_at = now()
-    record, parts = await retry_after_sync(rt, lambda: build_message(rt, principal, view, body, created_at))
+    try:
+        record, parts = await retry_after_sync(rt, lambda: build_message(rt, principal, view, body, created_at))
+    except CapabilityNotSupported as refused:
+        if refused.by_recipients:
+            await rt.store.append_event(thread_id, refusal_event(thread_id, refused, created_at))
+        raise
     refs = await correlate(rt.store, thread_id, record.id, record.actor, parts) if parts else []
     message = render.message(record)
     try:

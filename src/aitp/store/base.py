@@ -337,6 +337,10 @@ class Store(abc.ABC):
 
     # events
     @abc.abstractmethod
+    async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord | None:
+        """Log an event that comes with no stored change (e.g. a refused message); None if no thread."""
+
+    @abc.abstractmethod
     async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
         """The thread's events with seq > `after`, ascending."""
 

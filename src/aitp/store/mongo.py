@@ -626,6 +626,14 @@ class MongoStore(Store):
 
     # events
 
+    async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord | None:
+        async def op(session: Session) -> EventRecord | None:
+            if await self._live_thread(thread_id, session) is None:
+                return None
+            return await self._append_event(session, thread_id, event)
+
+        return await self._commit(thread_id, op, thread_changed=False)
+
     async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
         cursor = (
             self._db.events.find({"thread_id": thread_id, "seq": {"$gt": after}}).sort("seq", ASCENDING).limit(limit)

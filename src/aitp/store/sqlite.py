@@ -856,6 +856,14 @@ class SQLiteStore(Store):
 
     # events
 
+    async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord | None:
+        def op(conn: sqlite3.Connection) -> EventRecord | None:
+            if self._live_thread(conn, thread_id) is None:
+                return None
+            return self._append_event(conn, thread_id, event)
+
+        return await self._commit(thread_id, op, thread_changed=False)
+
     async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
         def op(conn: sqlite3.Connection) -> list[EventRecord]:
             rows = conn.execute(

@@ -21,9 +21,12 @@ from aitp.client import (
     ApiKey,
     BadRequest,
     Capability,
+    CapabilityExampleList,
+    CapabilityPayload,
     Conflict,
     CreatedApiKey,
     DeletedObject,
+    Identity,
     ListPage,
     Message,
     NotFound,
@@ -37,6 +40,8 @@ from aitp.client import (
     Thread,
     Unauthenticated,
     Unprocessable,
+    capability_payloads,
+    plain_text,
 )
 from aitp.config import Settings
 from aitp.store import Store
@@ -190,6 +195,37 @@ async def test_text_and_capability_messages(connect: Connect) -> None:
     assert again.value.code == "already_answered"
 
 
+async def test_capability_payloads_read_what_the_server_validated(connect: Connect) -> None:
+    user, shop, tid = await shop_thread(connect)
+    request = example("request_decision.json")
+    asked = await shop.create_message(tid, ["Here you go:", request, "Take your time."])
+
+    [part] = capability_payloads(asked)
+    assert part == CapabilityPayload(
+        capability="aitp-02-decisions",
+        version="1.0.0",
+        type="request_decision",
+        payload=request["request_decision"],
+        document=request,
+        schema=request["$schema"],
+        validated=True,
+        index=1,
+    )
+    assert plain_text(asked) == "Here you go: Take your time."
+    plain = await user.create_message(tid, "Seven.")
+    assert (capability_payloads(plain), plain_text(plain)) == ([], "Seven.")
+
+
+async def test_me_says_who_the_key_acts_as_and_where_its_inbox_is(admin: AitpClient, connect: Connect) -> None:
+    user = await connect("user.near")
+    before = await user.me()
+    assert isinstance(before, Identity)
+    assert (before.id, before.admin, before.scopes) == ("user.near", False, [])
+    await user.create_thread(messages=["hello"])
+    assert (await user.me()).inbox_cursor > before.inbox_cursor
+    assert ((await admin.me()).id, (await admin.me()).admin) == ("admin", True)
+
+
 async def test_openai_content_parts_pass_through(connect: Connect) -> None:
     user = await connect("user.near")
     thread = await user.create_thread()
@@ -318,6 +354,14 @@ async def test_capability_registry(admin: AitpClient, connect: Connect) -> None:
     with pytest.raises(NotFound) as missing:
         await user.get_capability("nope")
     assert missing.value.code == "capability_not_found"
+    examples = await user.get_capability_examples("aitp-01-payments", "1.0.0")
+    assert isinstance(examples, CapabilityExampleList) and (examples.capability, examples.version) == (
+        "aitp-01-payments",
+        "1.0.0",
+    )
+    shipped = ROOT / "capabilities/aitp-01-payments/1.0.0/examples/quote.json"
+    quote = next(e for e in examples.data if e.type == "quote")
+    assert quote.message == json.loads(shipped.read_text())
 
 
 ORDERS_SCHEMA = {

@@ -24,6 +24,21 @@ close, so every event arrives once, in order; `stream` also posts on the same so
     async with client.stream(thread.id) as stream:
         message = await stream.post("hi")  # refusals raise the same errors as create_message
 
+An agent is mostly handlers: `Agent` follows the inbox, declares its capabilities in threads it joins,
+calls a handler per capability message type (with the validated payload) and replies idempotently:
+
+    agent = Agent(client, capabilities=[DECISIONS], cursor_file="agent.cursor")
+
+    @agent.on("decision")
+    async def on_decision(incoming: Incoming) -> None:
+        print(incoming.sender, incoming.payload["options"])
+        await incoming.reply("Noted.")
+
+    await agent.run()  # resumes after the saved cursor, else starts at the inbox's end
+
+`capability_payloads(message)` reads any message's capability messages (type, version, payload) as the
+server validated them; `client.me()` says who the key acts as. See docs/agents.md.
+
 Results are the service's own pydantic wire models (`aitp.models`). Every refusal raises an
 `AitpError` subclass chosen by HTTP status, carrying the OpenAI error envelope's `message`, `type`,
 `param` and `code`; network failures and timeouts raise httpx's exceptions (`httpx.TransportError`)
@@ -31,6 +46,7 @@ unchanged, and a live stream that cannot reconnect (`Reconnect.max_attempts`) ra
 error (`OSError`, or a `websockets` exception) unchanged.
 """
 
+from aitp.client._agent import Agent, Incoming
 from aitp.client._client import AitpClient, Order
 from aitp.client._content import ActorSpec, MessageContent, PartInput, capability_text
 from aitp.client._errors import (
@@ -45,20 +61,25 @@ from aitp.client._errors import (
     Unauthenticated,
     Unprocessable,
 )
+from aitp.client._payloads import CapabilityPayload, capability_payloads, plain_text
 from aitp.client._stream import LiveStream, Reconnect
 from aitp.models import (
     Actor,
     ActorInput,
     ApiKey,
     Capability,
+    CapabilityExample,
+    CapabilityExampleList,
     CreatedApiKey,
     DeletedObject,
     Event,
     EventList,
+    Identity,
     InboxEvent,
     InboxEventList,
     ListPage,
     Message,
+    MessageRefusal,
     NegotiatedCapability,
     RangeDeclaration,
     SchemaDeclaration,
@@ -73,6 +94,12 @@ __all__ = [
     # live events
     "LiveStream",
     "Reconnect",
+    # agents
+    "Agent",
+    "Incoming",
+    "CapabilityPayload",
+    "capability_payloads",
+    "plain_text",
     # what methods take
     "ActorSpec",
     "MessageContent",
@@ -95,16 +122,20 @@ __all__ = [
     "AitpPart",
     "ApiKey",
     "Capability",
+    "CapabilityExample",
+    "CapabilityExampleList",
     "CreatedApiKey",
     "DeletedObject",
     "Event",
     "EventList",
+    "Identity",
     "InboxEvent",
     "InboxEventList",
     "ImageFilePart",
     "ImageUrlPart",
     "ListPage",
     "Message",
+    "MessageRefusal",
     "NegotiatedCapability",
     "RangeDeclaration",
     "SchemaDeclaration",

@@ -17,11 +17,13 @@ from aitp.models import (
     ApiKey,
     ApiKeyList,
     Capability,
+    CapabilityExampleList,
     CapabilityList,
     CreatedApiKey,
     DeletedObject,
     Event,
     EventList,
+    Identity,
     InboxEvent,
     InboxEventList,
     ListPage,
@@ -99,6 +101,11 @@ class AitpClient:
         response = await self._http.request("GET", "/health", api=False)
         result: dict[str, Any] = response.json()
         return result
+
+    async def me(self) -> Identity:
+        """`GET /v1/actors/me`: the actor the key acts as (`id`), whether it is an admin, and `inbox_cursor`,
+        the inbox's position now (follow `inbox(after=me.inbox_cursor)` to skip what happened before)."""
+        return await self._http.call(Identity, "GET", "/actors/me")
 
     # ------------------------------------------------------------------------------------ threads
 
@@ -330,6 +337,11 @@ class AitpClient:
         path = f"/capabilities/{segment(capability_id)}/{segment(version)}/schema.json"
         schema: dict[str, Any] = (await self._http.request("GET", path)).json()
         return schema
+
+    async def get_capability_examples(self, capability_id: str, version: str) -> CapabilityExampleList:
+        """A version's example messages, each `{name, type, message}`: payload shapes to copy from."""
+        path = f"/capabilities/{segment(capability_id)}/{segment(version)}/examples"
+        return await self._http.call(CapabilityExampleList, "GET", path)
 
     async def register_capability(
         self,

@@ -4,7 +4,8 @@ Specification: an agent declares its capabilities in each thread it joins (keepi
 there); other actors' capability messages reach the handler of their type with the validated payload,
 plain text the text handlers, raw events their event handlers; its own messages reach nobody; replies
 handle the same event twice without posting twice; a refusal inside a handler is logged and the loop goes
-on; `run` starts at the inbox's end, or after the cursor saved in `cursor_file`.
+on; `run` starts at the inbox's end, or after the cursor saved in `cursor_file`, and returns when a handler
+calls `stop`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -206,3 +208,23 @@ async def test_a_refusal_in_a_handler_is_logged_and_the_loop_goes_on(
         await until(lambda: caplog.text.count("capability_not_supported") == 2)
 
     assert [e.data["unsupported_by"] for e in refusals] == [["user.near"], ["user.near"]]
+
+
+async def test_a_handler_stops_the_agent_when_its_task_is_done(clients: dict[str, AitpClient]) -> None:
+    user, shop = clients["user.near"], clients["shop.near"]
+    agent = Agent(shop)
+    stamps: list[str] = []
+
+    @agent.on_text
+    async def once(incoming: Incoming) -> None:
+        stamps.append(incoming.timestamp(timedelta(hours=1)))
+        agent.stop()
+
+    start = (await shop.me()).inbox_cursor
+    thread = await user.create_thread(actors=["shop.near"], messages=["one", "two"])
+    await asyncio.wait_for(agent.run(after=start), WAIT)  # returns after the first message
+
+    [first, _] = await messages_of(user, thread.id)
+    created = datetime.fromtimestamp(first.created_at, UTC)
+    assert stamps == [(created + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")]
+    assert agent.cursor is not None and agent.cursor < (await shop.me()).inbox_cursor  # "two" is still ahead

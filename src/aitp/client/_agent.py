@@ -16,10 +16,12 @@ Events are handled one at a time, in inbox order. Messages the agent wrote itsel
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -67,6 +69,11 @@ class Incoming:
     def text(self) -> str:
         """The message's plain text parts."""
         return plain_text(self.message)
+
+    def timestamp(self, later: timedelta = timedelta(0)) -> str:
+        """The message's creation time plus `later`, as AITP payloads write times (`2025-02-25T08:32:15Z`):
+        a time a reply can carry and still be the same when the event is handled again."""
+        return (datetime.fromtimestamp(self.message.created_at, UTC) + later).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     async def reply(self, content: MessageContent, *, metadata: dict[str, str] | None = None) -> Message:
         """Post `content` in the thread, as `create_message` does, with an `Idempotency-Key` made of the message
@@ -119,6 +126,7 @@ class Agent:
         self._types: dict[tuple[str | None, str], Callable[[Incoming], Awaitable[object]]] = {}
         self._text: list[Callable[[Incoming], Awaitable[object]]] = []
         self._events: dict[str, list[Callable[[InboxEvent], Awaitable[object]]]] = {}
+        self._stopping = False
 
     # ------------------------------------------------------------------------------ registering
 
@@ -149,9 +157,13 @@ class Agent:
 
     # ---------------------------------------------------------------------------------- running
 
+    def stop(self) -> None:
+        """Make `run` return once the event being handled is done (an agent whose task is over)."""
+        self._stopping = True
+
     async def run(self, after: int | None = None) -> None:
         """Handle every inbox event after cursor `after` (default: the one saved in `cursor_file`, else the
-        inbox's end now, so history is not answered again), then live ones; returns only on an error."""
+        inbox's end now, so history is not answered again), then live ones, until a handler calls `stop`."""
         identity = await self.client.me()
         self.actor = identity.id
         if after is None:
@@ -160,12 +172,16 @@ class Agent:
             after = identity.inbox_cursor
         self.cursor = after
         log.info("%s: following the inbox after cursor %d", self.actor, after)
-        async for event in self.client.inbox(after=after, reconnect=self.reconnect):
-            try:
-                await self.handle(event)
-            except AitpError as error:  # refused (e.g. the thread went away meanwhile): the next event may work
-                log.warning("thread %s: event %d: %s", event.thread_id, event.cursor, error)
-            self._save_cursor(event.cursor)
+        async with contextlib.aclosing(self.client.inbox(after=after, reconnect=self.reconnect)) as inbox:
+            async for event in inbox:
+                try:
+                    await self.handle(event)
+                except AitpError as error:  # refused (e.g. the thread went away meanwhile): the next may work
+                    log.warning("thread %s: event %d: %s", event.thread_id, event.cursor, error)
+                self._save_cursor(event.cursor)
+                if self._stopping:
+                    self._stopping = False
+                    return
 
     async def handle(self, event: InboxEvent) -> None:
         """Call the handlers one inbox event asks for."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 
@@ -116,6 +118,40 @@ def param_of(loc: tuple[Any, ...]) -> str | None:
             continue
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text or None
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_$-]+")
+
+
+def param_path(prefix: str, path: Iterable[str | int]) -> str:
+    """The one `param` style: a field name, then `[i]` per array index and `.key` per object key, e.g.
+    `content[0].request_decision.options[2].id` (a key with other characters than letters, digits, `_`,
+    `$` and `-` is written `["a.b"]`, JSON-quoted, so a param reads back to one place)."""
+    text = prefix
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif _PLAIN_KEY.fullmatch(part):
+            text += f".{part}" if text else part
+        else:
+            text += f"[{json.dumps(part)}]"
+    return text
+
+
+def pointer_param(prefix: str, pointer: str, document: Any) -> str:
+    """`param_path` of a JSON pointer into `document`: a segment is an index where `document` holds an array
+    there, else a key (validators report some object keys as numbers, pointers cannot tell)."""
+    path: list[str | int] = []
+    node = document
+    for raw in pointer.split("/")[1:] if pointer else ():
+        segment = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and segment.isdigit():
+            path.append(int(segment))
+            node = node[int(segment)] if int(segment) < len(node) else None
+        else:
+            path.append(segment)
+            node = node.get(segment) if isinstance(node, dict) else None
+    return param_path(prefix, path)
 
 
 def most_specific_error(errors: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:

@@ -51,15 +51,32 @@ async def test_a_valid_capability_message_is_stored_with_its_aitp_summary(api: A
     assert json.loads(stored["content"][1]["text"]["value"]) == request
 
 
-async def test_an_invalid_message_is_refused_with_the_pointer_of_the_first_error(api: API) -> None:
+async def test_an_invalid_message_is_refused_with_the_path_of_the_first_error(api: API) -> None:
+    """`param` is the part, then the path into its payload: the one style every error uses."""
     _, shop, tid = await _shop_thread(api, [DECISIONS], [DECISIONS])
-    bad = {"$schema": DECISIONS, "request_decision": {"id": "r1", "type": "radio", "options": [{"name": "no id"}]}}
-    response = await shop.post(f"/threads/{tid}/messages", json={"content": json.dumps(bad)})
+    options = [{"id": "yes"}, {"name": "no id"}]
+    bad = {"$schema": DECISIONS, "request_decision": {"id": "r1", "type": "radio", "options": options}}
+    response = await shop.post(f"/threads/{tid}/messages", json={"content": ["Choose:", json.dumps(bad)]})
     assert response.status_code == 422, response.text
     error = response.json()["error"]
-    assert error["code"] == "invalid_capability_message"
-    assert error["param"].startswith("/request_decision")
-    assert "content[0]" in error["message"]
+    assert (error["code"], error["param"]) == ("invalid_capability_message", "content[1].request_decision.options[1]")
+    assert "content[1].request_decision.options[1]: " in error["message"]
+    assert (await shop.get(f"/threads/{tid}/messages")).json()["data"] == []
+
+
+async def test_an_object_whose_schema_is_not_a_string_is_an_invalid_capability_message(api: API) -> None:
+    """Any JSON object with a `$schema` key is a capability message: a `$schema` naming no URL is refused,
+    not stored as plain text."""
+    _, shop, tid = await _shop_thread(api, [DECISIONS], [DECISIONS])
+    for value in (5, None, {"url": DECISIONS}):
+        part = json.dumps({"$schema": value, "request_decision": {"id": "r1", "options": [{"id": "a"}]}})
+        response = await shop.post(f"/threads/{tid}/messages", json={"content": ["hello", part]})
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert (error["code"], error["param"]) == ("invalid_capability_message", "content[1].$schema")
+        assert error["message"].startswith(
+            f"content[1].$schema must be a schema URL (a string), got {json.dumps(value, separators=(',', ':'))}"
+        )
     assert (await shop.get(f"/threads/{tid}/messages")).json()["data"] == []
 
 

@@ -399,7 +399,7 @@ async def test_register_a_capability_and_use_it(admin: AitpClient, connect: Conn
     assert sent.aitp is not None and sent.aitp[0] is not None and sent.aitp[0].capability == "acme-orders"
     with pytest.raises(Unprocessable) as invalid:
         await user.create_message(thread.id, {"$schema": url, "order": {}})
-    assert invalid.value.code == "invalid_capability_message" and invalid.value.param == "/order"
+    assert invalid.value.code == "invalid_capability_message" and invalid.value.param == "content[0].order"
 
 
 # ------------------------------------------------------------------------------------------- events
@@ -477,7 +477,7 @@ async def test_refusals_raise_the_error_of_their_status_with_the_envelope(
     with pytest.raises(Unprocessable) as invalid:
         await shop.create_message(tid, bad)
     assert (invalid.value.status, invalid.value.code) == (422, "invalid_capability_message")
-    assert invalid.value.param is not None and invalid.value.param.startswith("/request_decision/options/0")
+    assert invalid.value.param is not None and invalid.value.param.startswith("content[0].request_decision.options[0]")
 
     with pytest.raises(BadRequest) as out_of_range:
         await user.list_messages(tid, limit=0)

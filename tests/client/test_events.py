@@ -265,7 +265,9 @@ async def test_posts_over_the_stream_answer_with_the_message_or_a_typed_error(cl
         with pytest.raises(Unprocessable) as invalid:
             await stream.post(bad)
         assert (invalid.value.status, invalid.value.code) == (422, "invalid_capability_message")
-        assert invalid.value.param is not None and invalid.value.param.startswith("/request_decision/options/0")
+        assert invalid.value.param is not None and invalid.value.param.startswith(
+            "content[0].request_decision.options[0]"
+        )
         with pytest.raises(BadRequest) as empty:
             await stream.post([])
         assert (empty.value.status, empty.value.code, empty.value.param) == (400, "invalid_request", "content")

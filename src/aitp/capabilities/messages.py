@@ -1,7 +1,8 @@
 """Recognising and checking capability messages inside a message's content parts.
 
 A text part whose value is a JSON object with a `$schema` key is a capability message; anything
-else (plain text, JSON without `$schema`) stays plain text.
+else (plain text, JSON without `$schema`) stays plain text. A `$schema` that is not a string is refused:
+the part claims to be a capability message without naming one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from packaging.version import Version
 
 from aitp.capabilities.negotiate import ActorDeclarations, unable_to_read
 from aitp.capabilities.registry import CapabilityRef, Registry
-from aitp.errors import Unprocessable
+from aitp.errors import Unprocessable, pointer_param
 from aitp.limits import check_depth
 
 # the first issue only: is_valid decides, then one error is built (iter_errors builds them all, each with a
@@ -88,8 +89,17 @@ def capability_parts(content: Sequence[dict[str, Any]]) -> list[CapabilityPart]:
             parsed = orjson.loads(value)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(parsed, dict) and isinstance(parsed.get("$schema"), str):
-            parts.append(CapabilityPart(index, parsed["$schema"], parsed))
+        if not isinstance(parsed, dict) or "$schema" not in parsed:
+            continue
+        if not isinstance(parsed["$schema"], str):
+            raise Unprocessable(
+                f"content[{index}].$schema must be a schema URL (a string), got "
+                f"{orjson.dumps(parsed['$schema']).decode()[:80]}: a JSON object with a $schema key is a "
+                "capability message.",
+                param=f"content[{index}].$schema",
+                code="invalid_capability_message",
+            )
+        parts.append(CapabilityPart(index, parsed["$schema"], parsed))
     return parts
 
 
@@ -144,10 +154,11 @@ def check_parts(
             continue
         issues = registry.validate(target, part.message, limit=MAX_REPORTED_ISSUES)
         if issues:
-            listed = "; ".join(f"{i.pointer or '/'}: {i.message}" for i in issues)
+            at = [pointer_param(param, i.pointer, part.message) for i in issues]
+            listed = "; ".join(f"{where}: {i.message}" for where, i in zip(at, issues, strict=True))
             raise Unprocessable(
                 f"{param} is not a valid {ref.id} v{target.version} message: {listed}",
-                param=issues[0].pointer or "/",
+                param=at[0],
                 code="invalid_capability_message",
             )
         cannot = unable_to_read(registry, declarations, ref.id, ref.version.major)

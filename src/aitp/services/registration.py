@@ -39,7 +39,7 @@ from aitp.capabilities.registry import (
     version_text,
 )
 from aitp.config import Settings
-from aitp.errors import APIError, Conflict, InvalidRequest, PermissionDenied, Unprocessable
+from aitp.errors import APIError, Conflict, InvalidRequest, PermissionDenied, Unprocessable, pointer_param
 from aitp.models import RegisterCapabilityRequest
 from aitp.runtime import Runtime, now
 from aitp.store.base import CapabilityVersionRecord
@@ -238,18 +238,19 @@ async def _checked(rt: Runtime, ref: CapabilityRef, record: CapabilityVersionRec
     try:
         compiled = await _compile_measured(record, rt.settings, verdict)
     except SchemaTooComplex as exc:
-        param = "schema" + exc.pointer if exc.pointer else "schema"
+        param = pointer_param("schema", exc.pointer, record.schema)
         raise Unprocessable(f"The schema is too complex: {exc}", param=param, code="schema_too_complex") from None
     except SchemaRejected as exc:
-        param = "schema" + exc.pointer if exc.pointer else "schema"
+        param = pointer_param("schema", exc.pointer, record.schema)
         raise Unprocessable(f"The schema cannot be used: {exc}", param=param, code="invalid_schema") from None
     for i, example in enumerate(record.examples):
         issues = compiled.validate(example)
         if issues:
-            listed = "; ".join(f"{issue.pointer or '/'}: {issue.message}" for issue in issues)
+            at = [pointer_param(f"examples[{i}]", issue.pointer, example) for issue in issues]
+            listed = "; ".join(f"{where}: {issue.message}" for where, issue in zip(at, issues, strict=True))
             raise Unprocessable(
                 f"examples[{i}] does not validate against the schema: {listed}",
-                param=f"examples[{i}]{issues[0].pointer}",
+                param=at[0],
                 code="invalid_example",
             )
     for i, url in enumerate(record.aliases):
@@ -282,14 +283,17 @@ async def _check_semver(rt: Runtime, compiled: CompiledVersion) -> None:
         breaks = await asyncio.to_thread(breaking_changes, old_schema, new_schema)  # bounded (compat.MAX_STEPS)
         if not breaks:
             continue
-        listed = "; ".join(f"{b.kind} at {b.pointer or '/'}: {b.message}" for b in breaks[:MAX_REPORTED_BREAKS])
+        listed = "; ".join(
+            f"{b.kind} at {pointer_param('schema', b.pointer, new_schema)}: {b.message}"
+            for b in breaks[:MAX_REPORTED_BREAKS]
+        )
         more = f" (and {len(breaks) - MAX_REPORTED_BREAKS} more)" if len(breaks) > MAX_REPORTED_BREAKS else ""
         next_major = f"{max(v.major for v in rt.registry.versions(ref.id)) + 1}.0.0"
         raise Unprocessable(
             f"{ref.id} {version_text(new.version)} rejects messages that {version_text(old.version)} accepted, which"
             f" a minor or patch version may not: {listed}{more}. Publish these changes as a new major version"
             f" ({next_major}) instead.",
-            param="schema" + breaks[0].pointer if new == ref else "version",
+            param=pointer_param("schema", breaks[0].pointer, new_schema) if new == ref else "version",
             code="breaking_change",
         )
 

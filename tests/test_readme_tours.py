@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from typing import Any
 
 import httpx
-import pytest
 
 from aitp.testing import ServerProcess
 from tests.conftest import ADMIN_KEY
-from tests.support.docs import ROOT, marked_blocks
+from tests.support.docs import ROOT, actor_keys, command, marked_blocks
 
 TOURS = marked_blocks(ROOT / "README.md", "tour")
 DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
@@ -69,30 +67,22 @@ def test_the_readme_marks_both_tours() -> None:
     assert list(TOURS) == ["curl", "openai"]
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="the curl tour is a bash script")
 def test_curl_tour(live_server: ServerProcess) -> None:
     # `bash -e`: a step that fails (curl --fail-with-body on a 4xx) ends the tour with its error printed
-    result = run(
-        ["bash", "-e", "-o", "pipefail", "-c", TOURS["curl"]], {"AITP": live_server.base_url, "ADMIN": ADMIN_KEY}
-    )
+    result = run(command(TOURS["curl"]), {"AITP": live_server.base_url, "ADMIN": ADMIN_KEY})
     assert '"object":"thread.message"' in result.stdout
     assert_the_socks_conversation(live_server, chosen="blue")
 
 
 def test_curl_tour_says_what_it_needs() -> None:
     env = {k: v for k, v in os.environ.items() if k != "ADMIN"}
-    result = subprocess.run(["bash", "-c", TOURS["curl"]], env=env, capture_output=True, text=True, timeout=WAIT)
+    result = subprocess.run(["bash", "-c", TOURS["curl"].code], env=env, capture_output=True, text=True, timeout=WAIT)
     assert result.returncode != 0 and "set ADMIN to the admin key aitp serve printed" in result.stderr
 
 
 def test_openai_sdk_tour(live_server: ServerProcess) -> None:
-    keys = {}
-    for name, actor in (("USER_KEY", "user.near"), ("SHOP_KEY", "shop.near")):
-        response = httpx.post(
-            f"{live_server.base_url}/v1/keys", json={"actor": actor}, headers={"Authorization": f"Bearer {ADMIN_KEY}"}
-        )
-        keys[name] = response.json()["key"]
-    result = run([sys.executable, "-c", TOURS["openai"]], {"AITP": live_server.base_url, **keys})
+    keys = actor_keys(live_server.base_url, ADMIN_KEY)
+    result = run(command(TOURS["openai"]), {"AITP": live_server.base_url, **keys})
     assert result.stdout.splitlines()[0] == "user.near user I would like to buy some socks"
     assert result.stdout.splitlines()[-1].startswith("user.near user {")
     assert_the_socks_conversation(live_server, chosen="red")

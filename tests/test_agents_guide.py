@@ -1,0 +1,56 @@
+"""docs/agents.md runs as written: each `<!-- run: NAME -->` block against a real `aitp serve` (Python blocks
+with this interpreter, shell blocks with bash), with the environment the guide asks for (`AITP`,
+`USER_KEY`, `SHOP_KEY`), and prints what the guide says it prints."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from aitp.testing import ServerProcess
+from tests.conftest import ADMIN_KEY
+from tests.support.docs import ROOT, actor_keys, command, marked_blocks
+
+GUIDE = ROOT / "docs" / "agents.md"
+BLOCKS = marked_blocks(GUIDE, "run")
+WAIT = 60  # seconds a block may take
+
+# what each block must print: each in a line of its own, in this order
+PRINTS = {
+    "inbox": ["user.near 0", "text: Which colour?", "aitp-02-decisions 1.0.0 request_decision ['red', 'blue']"],
+    "handlers": ["confirmed: success q-msg_"],
+    "examples": ["payment ['payer_id',", "payment_confirmation [", "quote ["],
+    "resume": ["Anyone there?", "Hello?"],
+    "idempotency": ["True 1", "idempotency_key_reused"],
+    "refusal": [
+        "capability_not_supported ['user.near']",
+        "shop.near request_decision ['user.near']",
+        "request_decision",
+    ],
+}
+
+
+def test_the_guide_is_linked_from_the_readme_and_every_block_is_checked() -> None:
+    assert "(docs/agents.md)" in (ROOT / "README.md").read_text()
+    assert sorted(BLOCKS) == sorted(PRINTS)
+
+
+@pytest.mark.parametrize("name", sorted(PRINTS))
+def test_guide_block(name: str, live_server: ServerProcess, tmp_path: Path) -> None:
+    env = {**os.environ, "AITP": live_server.base_url, **actor_keys(live_server.base_url, ADMIN_KEY)}
+    result = subprocess.run(
+        command(BLOCKS[name]),
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    lines = iter(result.stdout.splitlines())
+    for expected in PRINTS[name]:  # each in order: consumes the output up to it
+        assert any(expected in line for line in lines), f"{expected!r} not printed in order:\n{result.stdout}"

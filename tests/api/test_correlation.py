@@ -65,7 +65,7 @@ async def test_decision_must_name_an_existing_request_from_another_actor(api: AP
     assert missing.status_code == 422
     assert (missing.json()["error"]["code"], missing.json()["error"]["param"]) == (
         "unknown_request",
-        "/decision/request_decision_id",
+        "content[0].decision.request_decision_id",
     )
     await shop.post(f"/threads/{tid}/messages", json=msg(DECISIONS, request_decision=PRODUCTS))
     own = await shop.post(
@@ -83,7 +83,10 @@ async def test_chosen_options_must_have_been_offered(api: API) -> None:
         json=msg(DECISIONS, decision={"request_decision_id": "req-1", "options": [{"id": "blue-socks"}, {"id": "x"}]}),
     )
     assert bad.status_code == 422
-    assert (bad.json()["error"]["code"], bad.json()["error"]["param"]) == ("invalid_decision", "/decision/options/1/id")
+    assert (bad.json()["error"]["code"], bad.json()["error"]["param"]) == (
+        "invalid_decision",
+        "content[0].decision.options[1].id",
+    )
 
 
 async def test_radio_and_confirmation_take_exactly_one_option(api: API) -> None:
@@ -93,7 +96,7 @@ async def test_radio_and_confirmation_take_exactly_one_option(api: API) -> None:
         await shop.post(f"/threads/{tid}/messages", json=msg(DECISIONS, request_decision=request))
         two = {"request_decision_id": f"r-{kind}", "options": [{"id": "yes"}, {"id": "no"}]}
         refused = await user.post(f"/threads/{tid}/messages", json=msg(DECISIONS, decision=two))
-        assert refused.status_code == 422 and refused.json()["error"]["param"] == "/decision/options"
+        assert refused.status_code == 422 and refused.json()["error"]["param"] == "content[0].decision.options"
         one = {"request_decision_id": f"r-{kind}", "options": [{"id": "yes"}]}
         assert (await user.post(f"/threads/{tid}/messages", json=msg(DECISIONS, decision=one))).status_code == 200
 
@@ -127,7 +130,7 @@ async def test_data_request_flow_checks_required_and_unknown_fields(api: API) ->
     assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_data"
     unknown = {"request_data_id": "form-1", "fields": [{"id": "name", "value": "Ada"}, {"id": "age", "value": "9"}]}
     refused = await user.post(f"/threads/{tid}/messages", json=msg(DATA, data=unknown))
-    assert refused.status_code == 422 and refused.json()["error"]["param"] == "/data/fields/1/id"
+    assert refused.status_code == 422 and refused.json()["error"]["param"] == "content[0].data.fields[1].id"
     good = {"request_data_id": "form-1", "fields": [{"id": "name", "value": "Ada"}, {"id": "email", "value": "a@b.c"}]}
     assert (await user.post(f"/threads/{tid}/messages", json=msg(DATA, data=good))).status_code == 200
     assert (await user.post(f"/threads/{tid}/messages", json=msg(DATA, data=good))).status_code == 409
@@ -229,7 +232,7 @@ async def test_a_payment_must_pay_an_offered_option_of_a_quote_of_another_actor(
     assert no_quote.status_code == 422
     assert (no_quote.json()["error"]["code"], no_quote.json()["error"]["param"]) == (
         "unknown_request",
-        "/payment/quote_id",
+        "content[0].payment.quote_id",
     )
 
     assert (await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, quote=QUOTE))).status_code == 200
@@ -240,7 +243,7 @@ async def test_a_payment_must_pay_an_offered_option_of_a_quote_of_another_actor(
         response = await user.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment=wrong))
         assert response.status_code == 422, response.text
         error = response.json()["error"]
-        assert (error["code"], error["param"]) == ("invalid_payment", "/payment/payment_method")
+        assert (error["code"], error["param"]) == ("invalid_payment", "content[0].payment.payment_method")
 
     same_amount = payment(amount="12.5")  # amounts compare as decimals, not strings
     assert (await user.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment=same_amount))).status_code == 200
@@ -253,7 +256,7 @@ async def test_a_confirmation_must_follow_a_payment_made_by_another_actor(api: A
     assert (await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, quote=QUOTE))).status_code == 200
     early = await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment_confirmation=CONFIRMATION))
     assert early.status_code == 422
-    assert early.json()["error"]["param"] == "/payment_confirmation/quote_id"
+    assert early.json()["error"]["param"] == "content[0].payment_confirmation.quote_id"
 
     assert (await user.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment=payment()))).status_code == 200
     by_payer = await user.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment_confirmation=CONFIRMATION))
@@ -267,7 +270,7 @@ async def test_a_confirmation_must_follow_a_payment_made_by_another_actor(api: A
     assert reused.status_code == 409
     assert (reused.json()["error"]["code"], reused.json()["error"]["param"]) == (
         "duplicate_request_id",
-        "/quote/quote_id",
+        "content[0].quote.quote_id",
     )
 
 
@@ -337,7 +340,7 @@ async def test_a_quote_is_paid_once_whatever_capability_pays_it(api: API) -> Non
         )
         assert again.status_code == 409, again.text
         error = again.json()["error"]
-        assert (error["code"], error["param"]) == ("already_answered", "/payment_authorization")
+        assert (error["code"], error["param"]) == ("already_answered", "content[0].payment_authorization")
 
     assert (
         await shop.post(f"/threads/{tid}/messages", json=msg(LEGACY_PAYMENTS, quote=LEGACY_QUOTE))
@@ -348,7 +351,7 @@ async def test_a_quote_is_paid_once_whatever_capability_pays_it(api: API) -> Non
         f"/threads/{tid}/messages", json=msg(PAYMENTS, payment=payment("legacy-1", amount="2.5"))
     )
     assert paid_again.status_code == 409 and paid_again.json()["error"]["code"] == "already_answered"
-    assert paid_again.json()["error"]["param"] == "/payment"
+    assert paid_again.json()["error"]["param"] == "content[0].payment"
 
     # one confirmation per payment too, whichever capability confirms it
     assert (
@@ -378,7 +381,7 @@ async def test_a_hub_era_authorization_must_pay_an_offered_amount(api: API) -> N
         response = await user.post(f"/threads/{tid}/messages", json=msg(LEGACY_PAYMENTS, payment_authorization=wrong))
         assert response.status_code == 422, (wrong, response.text)
         error = response.json()["error"]
-        assert (error["code"], error["param"]) == ("invalid_payment", "/payment_authorization/details")
+        assert (error["code"], error["param"]) == ("invalid_payment", "content[0].payment_authorization.details")
     # AITP-01 paying a hub-era quote: its plan's amount and currency
     for wrong in (payment("legacy-1", amount="0.01"), payment("legacy-1", amount="2.5", currency="EUR")):
         response = await user.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, payment=wrong))
@@ -394,7 +397,7 @@ async def test_a_hub_era_authorization_must_pay_an_offered_amount(api: API) -> N
 async def test_concurrent_payments_of_one_quote_in_two_capabilities_have_one_winner(
     api: API, backend: Backend, request: pytest.FixtureRequest
 ) -> None:
-    if backend.is_nx27017:  # it fails overlapping transactions (see test_contract)
+    if backend.is_nx27017:  # about 1 run in 8 the loser fails on the events' seq index: a 500, not a 409
         request.applymarker(pytest.mark.xfail(reason="nx-27017: overlapping transactions fail", strict=False))
     user, shop, tid = await _thread(api)
     assert (await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, quote=QUOTE))).status_code == 200

@@ -279,7 +279,7 @@ async def test_posts_over_the_stream_answer_with_the_message_or_a_typed_error(cl
         assert (duplicate.value.status, duplicate.value.code, duplicate.value.param) == (
             409,
             "duplicate_request_id",
-            "/request_decision/id",
+            "content[0].request_decision.id",
         )
         events = await take(stream, 3)
         assert stream.cursor == 3

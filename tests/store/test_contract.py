@@ -25,6 +25,7 @@ from aitp.store.base import (
     KeyRecord,
     MessageRecord,
     NewEvent,
+    RefRelease,
     ThreadRecord,
     TooManyActors,
 )
@@ -1199,6 +1200,38 @@ async def test_a_second_ref_with_the_same_key_writes_nothing(store: Store) -> No
     assert await store.get_message(thread.id, second.id) is None
     assert await seqs(store, thread.id) == [1, 2]
     assert (await store.get_ref(thread.id, "decision", "r1")).message_id == first.id  # type: ignore[union-attr]
+
+
+def release_of(ref: CapabilityRef) -> RefRelease:
+    return RefRelease(ref.thread_id, ref.kind, ref.ref_id, ref.message_id)
+
+
+async def test_an_append_releases_refs_and_takes_their_place_atomically(store: Store) -> None:
+    """A lifecycle moving on (a retry after a failed payment): the refs it replaces are dropped in the same
+    append, each only if the message that wrote it still holds it; else nothing is written."""
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ())
+    failed = message_rec(thread.id, "pay", actor="alice")
+    paid = ref_rec(thread.id, "payment", "q1", failed, result="failure")
+    await store.append_message(failed, message_created(failed), [paid])
+    said = message_rec(thread.id, "failed", actor="bob")
+    confirmed = ref_rec(thread.id, "payment_confirmation", "q1", said, result="failure")
+    await store.append_message(said, message_created(said), [confirmed])
+
+    retry = message_rec(thread.id, "pay again", actor="alice")
+    again = ref_rec(thread.id, "payment", "q1", retry)
+    await store.append_message(retry, message_created(retry), [again], [release_of(paid), release_of(confirmed)])
+    assert await store.get_ref(thread.id, "payment", "q1") == again
+    assert await store.get_ref(thread.id, "payment_confirmation", "q1") is None
+
+    late = message_rec(thread.id, "me too", actor="alice")  # it read the failed payment before the retry
+    with pytest.raises(DuplicateRef) as raised:
+        await store.append_message(
+            late, message_created(late), [ref_rec(thread.id, "payment", "q1", late)], [release_of(paid)]
+        )
+    assert (raised.value.kind, raised.value.ref_id) == ("payment", "q1")
+    assert await store.get_message(thread.id, late.id) is None
+    assert await store.get_ref(thread.id, "payment", "q1") == again
+    assert await seqs(store, thread.id) == [1, 2, 3, 4]
 
 
 async def test_deleting_a_message_or_thread_drops_its_refs(store: Store) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from aitp import limits, render
 from aitp.auth import Principal
-from aitp.capabilities.correlate import correlate, duplicate_error
+from aitp.capabilities.correlate import Correlation, correlate
 from aitp.capabilities.messages import CapabilityNotSupported, CapabilityPart, check_parts
 from aitp.errors import InvalidRequest, PermissionDenied, message_not_found, thread_not_found
 from aitp.ids import new_id
@@ -94,12 +94,13 @@ async def create_message(
         if refused.by_recipients:
             await rt.store.append_event(thread_id, refusal_event(thread_id, refused, created_at))
         raise
-    refs = await correlate(rt.store, thread_id, record.id, record.actor, parts) if parts else []
+    done = await correlate(rt.store, thread_id, record.id, record.actor, parts) if parts else Correlation()
     message = render.message(record)
     try:
-        stored = await rt.store.append_message(record, NewEvent("thread.message.created", message, created_at), refs)
+        created = NewEvent("thread.message.created", message, created_at)
+        stored = await rt.store.append_message(record, created, done.refs, done.releases)
     except DuplicateRef as exc:
-        raise duplicate_error(exc) from None
+        raise done.conflict(exc) from None
     except AuthorNotMember:  # removed since the actors were read (here or by another process)
         if not principal.admin:
             raise thread_not_found(thread_id) from None  # what a non-member is told about a thread

@@ -10,7 +10,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from aitp import limits, render
 from aitp.auth import Principal
-from aitp.capabilities.correlate import correlate, duplicate_error
+from aitp.capabilities.correlate import Correlation, correlate
 from aitp.capabilities.declarations import normalize_declaration
 from aitp.errors import InvalidRequest, NotFound, PermissionDenied, most_specific_error, param_of, thread_not_found
 from aitp.ids import new_id
@@ -21,7 +21,7 @@ from aitp.services.access import ThreadView, readable_thread
 from aitp.services.inputs import check_metadata
 from aitp.services.paging import cursor_page
 from aitp.services.registration import retry_after_sync
-from aitp.store.base import ActorRecord, CapabilityRef, DuplicateRef, MessageRecord, NewEvent, Order, ThreadRecord
+from aitp.store.base import ActorRecord, DuplicateRef, MessageRecord, NewEvent, Order, ThreadRecord
 
 # Keys of the rendered metadata that the server owns (AITP-T01 carries them in metadata).
 RESERVED_METADATA = ("actors", "parent_id")
@@ -145,21 +145,22 @@ async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadReq
     )
     view = ThreadView(thread, actors)
     messages: list[tuple[MessageRecord, NewEvent]] = []
-    refs: list[CapabilityRef] = []
+    done = Correlation()
     for i, item in enumerate(body.messages or []):
         request = CreateMessageRequest(content=[item]) if isinstance(item, str) else item
         record, parts = await retry_after_sync(
             rt, partial(message_service.build_message, rt, principal, view, request, created_at, f"messages[{i}]")
         )
-        refs.extend(await correlate(rt.store, thread_id, record.id, record.actor, parts) if parts else [])
+        if parts:
+            done.extend(await correlate(rt.store, thread_id, record.id, record.actor, parts))
         messages.append((record, NewEvent("thread.message.created", render.message(record), created_at)))
 
     thread_object = render.thread(thread, actors)
     created = NewEvent("thread.created", thread_object, created_at)
     try:
-        await rt.store.create_thread(thread, actors, created, messages, refs)
+        await rt.store.create_thread(thread, actors, created, messages, done.refs)
     except DuplicateRef as exc:
-        raise duplicate_error(exc) from None
+        raise done.conflict(exc) from None
     return thread_object
 
 

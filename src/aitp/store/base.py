@@ -53,10 +53,12 @@ class MessageRecord:
 
 @dataclass
 class CapabilityRef:
-    """A request (`request_decision`, `request_data`) or an answer to one, indexed by request id.
+    """A request (`request_decision`, `request_data`, `quote`) or an answer to one, indexed by request id.
 
     (thread_id, kind, ref_id) is unique: a request id is used once per thread, and an answer kind
-    (`decision`, `data`) may exist once per request, which makes "answered at most once" atomic.
+    (`decision`, `data`, a quote's `payment`) holds one answer per request, which makes "answered at most
+    once" atomic. A lifecycle that moves on (a failed payment freeing its quote) releases the answer it
+    replaces in the same append (`RefRelease`).
     """
 
     thread_id: str
@@ -67,8 +69,21 @@ class CapabilityRef:
     body: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class RefRelease:
+    """Drop the ref (thread_id, kind, ref_id) that message `message_id` wrote, in the append that moves its
+    request on; if that ref is gone or another message's, the append raises DuplicateRef (someone moved
+    the request first) and writes nothing."""
+
+    thread_id: str
+    kind: str
+    ref_id: str
+    message_id: str
+
+
 class DuplicateRef(Exception):
-    """An append would store a second ref with the same (thread, kind, ref_id)."""
+    """An append would store a second ref with the same (thread, kind, ref_id), or release one that another
+    append has replaced or released meanwhile."""
 
     def __init__(self, kind: str, ref_id: str) -> None:
         super().__init__(f"{kind} {ref_id!r} exists")
@@ -303,10 +318,15 @@ class Store(abc.ABC):
     # messages
     @abc.abstractmethod
     async def append_message(
-        self, message: MessageRecord, event: NewEvent, refs: Sequence[CapabilityRef] = ()
+        self,
+        message: MessageRecord,
+        event: NewEvent,
+        refs: Sequence[CapabilityRef] = (),
+        releases: Sequence[RefRelease] = (),
     ) -> EventRecord | None:
         """Store a message, its event and its capability refs under one new seq (also set on
-        `message`); None if no thread. Raises DuplicateRef, writing nothing, if a ref exists, and
+        `message`), dropping the `releases` first; None if no thread. Raises DuplicateRef, writing nothing,
+        if a ref exists or a release does not find its ref, and
         AuthorNotMember, writing nothing, if `message.actor` is not an actor of the thread (checked in the
         same transaction: the service may have validated the message against actors read earlier)."""
 

@@ -36,6 +36,7 @@ from aitp.store.base import (
     MessageRecord,
     NewEvent,
     Order,
+    RefRelease,
     Store,
     ThreadEventRenderer,
     ThreadRecord,
@@ -319,6 +320,15 @@ class MongoStore(Store):
             except DuplicateKeyError:
                 raise DuplicateRef(ref.kind, ref.ref_id) from None
 
+    async def _release_refs(self, session: Session, releases: Sequence[RefRelease]) -> None:
+        for release in releases:
+            key = f"{release.thread_id}|{release.kind}|{release.ref_id}"
+            gone = await self._db.capability_refs.delete_one(
+                {"_id": key, "message_id": release.message_id}, session=session
+            )
+            if not gone.deleted_count:
+                raise DuplicateRef(release.kind, release.ref_id)
+
     async def _live_thread(self, thread_id: str, session: Session | None = None) -> dict[str, Any] | None:
         return await self._db.threads.find_one({"_id": thread_id, "deleted": False}, session=session)
 
@@ -538,7 +548,11 @@ class MongoStore(Store):
     # messages
 
     async def append_message(
-        self, message: MessageRecord, event: NewEvent, refs: Sequence[CapabilityRef] = ()
+        self,
+        message: MessageRecord,
+        event: NewEvent,
+        refs: Sequence[CapabilityRef] = (),
+        releases: Sequence[RefRelease] = (),
     ) -> EventRecord | None:
         async def op(session: Session) -> EventRecord | None:
             if await self._live_thread(message.thread_id, session) is None:
@@ -546,6 +560,7 @@ class MongoStore(Store):
             member = {"thread_id": message.thread_id, "actor_id": message.actor}
             if await self._db.thread_actors.find_one(member, {"_id": 1}, session=session) is None:
                 raise AuthorNotMember(message.actor)
+            await self._release_refs(session, releases)
             await self._insert_refs(session, refs)
             stored = await self._append_event(session, message.thread_id, event)
             message.seq = stored.seq

@@ -56,6 +56,7 @@ from aitp.store.base import (
     MessageRecord,
     NewEvent,
     Order,
+    RefRelease,
     Store,
     ThreadEventRenderer,
     ThreadRecord,
@@ -549,6 +550,16 @@ class SQLiteStore(Store):
                 raise DuplicateRef(ref.kind, ref.ref_id) from None
 
     @staticmethod
+    def _release_refs(conn: sqlite3.Connection, releases: Sequence[RefRelease]) -> None:
+        for release in releases:
+            gone = conn.execute(
+                "DELETE FROM capability_refs WHERE thread_id = ? AND kind = ? AND ref_id = ? AND message_id = ?",
+                (release.thread_id, release.kind, release.ref_id, release.message_id),
+            ).rowcount
+            if not gone:
+                raise DuplicateRef(release.kind, release.ref_id)
+
+    @staticmethod
     def _actors(conn: sqlite3.Connection, thread_id: str) -> list[ActorRecord]:
         rows = conn.execute("SELECT * FROM thread_actors WHERE thread_id = ? ORDER BY position", (thread_id,))
         return [_actor(r) for r in rows]
@@ -751,7 +762,11 @@ class SQLiteStore(Store):
     # messages
 
     async def append_message(
-        self, message: MessageRecord, event: NewEvent, refs: Sequence[CapabilityRef] = ()
+        self,
+        message: MessageRecord,
+        event: NewEvent,
+        refs: Sequence[CapabilityRef] = (),
+        releases: Sequence[RefRelease] = (),
     ) -> EventRecord | None:
         def op(conn: sqlite3.Connection) -> EventRecord | None:
             if self._live_thread(conn, message.thread_id) is None:
@@ -761,6 +776,7 @@ class SQLiteStore(Store):
             ).fetchone()
             if member is None:
                 raise AuthorNotMember(message.actor)
+            self._release_refs(conn, releases)
             self._insert_refs(conn, refs)
             stored = self._append_event(conn, message.thread_id, event)
             message.seq = stored.seq

@@ -512,7 +512,9 @@ def test_paying_an_aitp_01_quote_posts_a_payment_and_shows_the_confirmation(
     expect(card.get_by_label("$12.50 · near_payment_channel (usdc.near)")).to_be_checked()
     card.get_by_role("button", name="Pay $12.50").click()
 
-    expect(card).to_contain_text(f"Paid by {conversation.user}")
+    # paid only once the merchant confirms a success
+    expect(card).to_contain_text(f"Payment sent by {conversation.user}: waiting for its confirmation.")
+    expect(card).to_have_attribute("data-payment-state", "authorized")
     expect(card.get_by_role("button", name="Pay $12.50")).to_be_disabled()
     payload, aitp = answered_with(conversation, "payment")
     assert (aitp["capability"], aitp["type"]) == ("aitp-01-payments", "payment")
@@ -534,6 +536,47 @@ def test_paying_an_aitp_01_quote_posts_a_payment_and_shows_the_confirmation(
     expect(shown).to_contain_text("Your premium subscription has been activated!")
     expect(shown).to_contain_text("success")
     expect(shown.get_by_role("link", name="ORD-12345")).to_have_attribute("href", "https://example.com/orders/12345")
+    expect(card).to_contain_text(f"Paid by {conversation.user}: Your premium subscription has been activated!")
+    expect(card).to_have_attribute("data-payment-state", "paid")
+
+
+def test_a_failed_payment_leaves_pay_enabled_and_a_pending_one_shows_as_pending(
+    page: Page, conversation: Conversation
+) -> None:
+    card = conversation.shows(page, {"$schema": PAYMENTS, "quote": QUOTE}, "quote")
+    pay = card.get_by_role("button", name="Pay $12.50")
+    pay.click()
+    expect(card).to_have_attribute("data-payment-state", "authorized")
+
+    def confirm(result: str, message: str) -> None:
+        confirmation = copy.deepcopy(example("aitp-01-payments", "payment_confirmation"))
+        confirmation["payment_confirmation"].update(quote_id="q-socks", result=result, message=message)
+        del confirmation["payment_confirmation"]["details"]
+        conversation.agent_posts(confirmation)
+
+    confirm("failure", "Channel has no funds")
+    expect(card).to_contain_text("Payment failed: Channel has no funds. You can pay again.")
+    expect(card).to_have_attribute("data-payment-state", "failed")
+    expect(pay).to_be_enabled()
+    pay.click()  # the retry the service accepts after a failure
+    expect(card).to_have_attribute("data-payment-state", "authorized")
+    for _ in range(50):
+        if len(conversation.answers("payment")) == 2:
+            break
+        threading.Event().wait(0.1)
+    assert len(conversation.answers("payment")) == 2
+
+    confirm("pending", "Waiting for the channel to settle")
+    expect(card).to_contain_text(f"Payment by {conversation.user} pending: Waiting for the channel to settle")
+    expect(pay).to_be_disabled()
+    confirm("success", "Your socks are on their way")
+    expect(card).to_contain_text(f"Paid by {conversation.user}: Your socks are on their way")
+    expect(pay).to_be_disabled()
+
+    page.reload()  # the same standing when the thread loads
+    reloaded = page.locator('[data-renderer="quote"]')
+    expect(reloaded).to_have_attribute("data-payment-state", "paid")
+    expect(reloaded.get_by_role("button", name="Pay $12.50")).to_be_disabled()
 
 
 def test_paying_a_legacy_quote_posts_a_payment_authorization(page: Page, conversation: Conversation) -> None:
@@ -544,7 +587,7 @@ def test_paying_a_legacy_quote_posts_a_payment_authorization(page: Page, convers
     expect(card).to_contain_text("merchant.near")
     card.get_by_role("button", name="Pay $2.50").click()
 
-    expect(card).to_contain_text("Paid by")
+    expect(card).to_contain_text("waiting for its confirmation")
     payload, aitp = answered_with(conversation, "payment_authorization")
     assert aitp["capability"] == "aitp-legacy-payments"
     authorization = payload["payment_authorization"]
@@ -556,6 +599,7 @@ def test_paying_a_legacy_quote_posts_a_payment_authorization(page: Page, convers
     conversation.agent_posts(result)
     expect(page.locator('[data-renderer="payment_result"]')).to_contain_text("Your red socks are on their way!")
     expect(page.locator('[data-renderer="payment_authorization"]')).to_contain_text("USDC")
+    expect(card).to_contain_text(f"Paid by {conversation.user}")
 
 
 # ------------------------------------------------------------------ anything else

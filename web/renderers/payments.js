@@ -3,11 +3,33 @@
 import { h } from "../lib/dom.js";
 import { safeLinkUrl } from "../lib/urls.js";
 import { formatDate, formatMoney } from "../lib/format.js";
-import { findPart } from "./thread.js";
+import { actorOf, capabilityParts, findPart } from "./thread.js";
 
 function quoteTitle(ctx, quoteId) {
   const found = findPart(ctx.messages(), "quote", "quote_id", quoteId);
   return found ? found.body.description || `quote ${quoteId}` : `quote ${quoteId}`;
+}
+
+/**
+ * Where the payment of quote `quoteId` stands, read from the thread as the service moves it: `open` (no
+ * payment), `authorized` (a payment awaits its confirmation), `pending`, `paid` (a success: final) or
+ * `failed` (a failure confirmation, or a hub-era authorization that failed itself: it may be paid again).
+ * Returns {state, payer, message}: the payer of the last payment and the confirmation's message, if any.
+ */
+export function paymentState(messages, quoteId) {
+  let now = { state: "open", payer: null, message: null };
+  for (const { message, type, body } of capabilityParts(messages)) {
+    if (String(body.quote_id) !== String(quoteId)) continue;
+    if (type === "payment" || type === "payment_authorization") {
+      const failed = type === "payment_authorization" && body.result === "failure";
+      now = { state: failed ? "failed" : "authorized", payer: actorOf(message), message: body.message || null };
+    } else if (type === "payment_confirmation" || type === "payment_result") {
+      const state = body.result === "failure" ? "failed" : body.result === "pending" ? "pending" : "paid";
+      now = { state, payer: now.payer, message: body.message || null };
+      if (state === "paid") return now; // nothing moves a paid quote
+    }
+  }
+  return now;
 }
 
 /** A <dl> of [label, value] rows; rows without a value are left out. */

@@ -1,10 +1,30 @@
 // Payment quotes: AITP-01 `quote` (payment_options with methods) and the hub-era legacy `quote`
 // (payment_plans). Pay posts the capability's payment message for the chosen option: an AITP-01
 // `payment` or a legacy `payment_authorization`. There is no wallet: nothing is signed or moved.
+// The card follows the quote's payment lifecycle (paymentState): paid only after a success, Pay
+// enabled again after a failure, a pending payment shown as pending.
 import { h, uniqueId } from "../lib/dom.js";
 import { formatDate, formatMoney, isPast } from "../lib/format.js";
-import { facts } from "./payments.js";
+import { facts, paymentState } from "./payments.js";
 import { requestLifecycle } from "./request.js";
+
+/** What the card says and whether Pay is enabled, for a payment state and an expiry. */
+function standing({ state, payer, message }, expired) {
+  const said = message ? `: ${message}` : "";
+  switch (state) {
+    case "paid":
+      return { open: false, text: `Paid by ${payer ?? "someone"}${said}`, kind: "done" };
+    case "pending":
+      return { open: false, text: `Payment by ${payer ?? "someone"} pending${said}` };
+    case "authorized":
+      return { open: false, text: `Payment sent by ${payer ?? "someone"}: waiting for its confirmation.` };
+    case "failed":
+      if (expired) return { open: false, text: `Payment failed${said}. This quote has expired.`, kind: "warning" };
+      return { open: true, text: `Payment failed${said}. You can pay again.`, kind: "warning" };
+    default:
+      return expired ? { open: false, text: "This quote has expired.", kind: "warning" } : { open: true, text: "" };
+  }
+}
 
 /** The payable offers of a quote, each {label, amount, currency, pay(ctx) → answer body}. */
 function offersOf(quote, legacy) {
@@ -116,6 +136,7 @@ export function renderQuote(payload, part, message, ctx) {
   });
   controls.append(list, pay);
   const answerType = legacy ? "payment_authorization" : "payment";
+  const expired = Boolean(expiry && isPast(expiry));
   const lifecycle = requestLifecycle(ctx, message, {
     root,
     controls,
@@ -123,15 +144,15 @@ export function renderQuote(payload, part, message, ctx) {
     answer: answerType,
     key: "quote_id",
     id: quote.quote_id,
-    verb: "Paid",
+    follow: (messages) => {
+      const now = paymentState(messages, quote.quote_id);
+      root.dataset.paymentState = now.state;
+      const shown = standing(now, expired);
+      if (shown.open) pay.disabled = false; // a retry: the last Pay click left it disabled
+      return { ...shown, open: shown.open && offers.length > 0 };
+    },
   });
   root.append(h("p", { class: "aitp-fineprint" }, "No wallet is connected: paying sends the payment message only."));
-  if (offers.length === 0) {
-    controls.disabled = true;
-  } else if (expiry && isPast(expiry) && !root.dataset.answered) {
-    controls.disabled = true;
-    lifecycle.note("This quote has expired.", "warning");
-  }
   pay.addEventListener("click", () => {
     const offer = offers[Number(list.querySelector("input:checked").value)];
     lifecycle.sendFrom(pay, offer.answer(ctx));

@@ -19,7 +19,7 @@ export function actorOf(message) {
 }
 
 /** Every (message, type, body) of capability parts in `messages`, body being payload[type]. */
-function* capabilityParts(messages) {
+export function* capabilityParts(messages) {
   for (const message of messages) {
     for (const part of (message && message.content) || []) {
       const payload = payloadOf(part);
@@ -37,6 +37,19 @@ export function findPart(messages, type, key, id) {
     if (found.type === type && String(found.body[key]) === String(id)) return found;
   }
   return null;
+}
+
+/**
+ * Call `onChange(messages)` with the thread's messages now and again whenever one arrives. Returns a
+ * `report(message)` for the renderer's own accepted post, which may beat its live echo.
+ */
+export function watchThread(ctx, onChange) {
+  if (typeof ctx.onMessage === "function") ctx.onMessage(() => onChange(ctx.messages()));
+  onChange(ctx.messages());
+  return (message) => {
+    const messages = ctx.messages();
+    onChange(messages.some((known) => known.id === message.id) ? messages : [...messages, message]);
+  };
 }
 
 /**

@@ -907,6 +907,19 @@ async def test_delete_key_is_true_once_then_false(store: Store) -> None:
     assert await store.list_keys() == [keep]
 
 
+async def test_existing_key_ids_names_the_keys_not_revoked_among_many(store: Store) -> None:
+    keys = [key_rec(f"actor-{i}") for i in range(1_200)]  # more than one statement's worth of ids
+    for key in keys:
+        await store.create_key(key)
+    revoked = keys[::7]
+    for key in revoked:
+        await store.delete_key(key.id)
+    asked = [key.id for key in keys] + [new_id("key")]
+
+    assert await store.existing_key_ids(asked) == {key.id for key in keys} - {key.id for key in revoked}
+    assert await store.existing_key_ids([]) == set()
+
+
 async def test_has_admin_key_only_while_an_admin_key_exists(store: Store) -> None:
     assert await store.has_admin_key() is False
     await store.create_key(key_rec("user"))

@@ -378,6 +378,10 @@ class Store(abc.ABC):
     async def delete_key(self, key_id: str) -> bool: ...
 
     @abc.abstractmethod
+    async def existing_key_ids(self, key_ids: Sequence[str]) -> set[str]:
+        """Which of `key_ids` are keys in the store (the others were revoked): one read."""
+
+    @abc.abstractmethod
     async def has_admin_key(self) -> bool: ...
 
     # the store-wide event log

@@ -680,6 +680,9 @@ class MongoStore(Store):
     async def delete_key(self, key_id: str) -> bool:
         return (await self._db.api_keys.delete_one({"_id": key_id})).deleted_count > 0
 
+    async def existing_key_ids(self, key_ids: Sequence[str]) -> set[str]:
+        return {doc["_id"] async for doc in self._db.api_keys.find({"_id": {"$in": list(key_ids)}}, {"_id": 1})}
+
     async def has_admin_key(self) -> bool:
         return await self._db.api_keys.find_one({"admin": True}) is not None
 

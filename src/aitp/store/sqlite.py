@@ -260,6 +260,7 @@ CHECKPOINT_BUSY_MS = 100
 
 
 BUSY_TIMEOUT_MS = 30_000  # the store thread's wait for a lock held by another process
+MAX_PARAMS = 500  # values bound in one statement (SQLite allows 32,766 since 3.32, 999 before)
 
 # `?synchronous=` on the store URL: SQLite's PRAGMA synchronous, on both connections (see the module docstring)
 SYNCHRONOUS_MODES = ("full", "normal")
@@ -919,6 +920,17 @@ class SQLiteStore(Store):
             return conn.execute("DELETE FROM api_keys WHERE id = ?", (key_id,)).rowcount > 0
 
         return await self._write(op)
+
+    async def existing_key_ids(self, key_ids: Sequence[str]) -> set[str]:
+        def op(conn: sqlite3.Connection) -> set[str]:
+            found: set[str] = set()
+            for start in range(0, len(key_ids), MAX_PARAMS):
+                chunk = list(key_ids[start : start + MAX_PARAMS])
+                marks = ",".join("?" * len(chunk))
+                found.update(row[0] for row in conn.execute(f"SELECT id FROM api_keys WHERE id IN ({marks})", chunk))
+            return found
+
+        return await self._run(op)
 
     async def has_admin_key(self) -> bool:
         def op(conn: sqlite3.Connection) -> bool:

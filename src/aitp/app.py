@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +20,7 @@ from aitp.capabilities.registry import Registry, default_directory
 from aitp.config import Settings
 from aitp.events.hub import Hub
 from aitp.runtime import Runtime
-from aitp.services import registration
+from aitp.services import registration, revocation
 from aitp.shipped import shipped_directory
 from aitp.store import Store, open_store
 
@@ -43,9 +45,16 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
             await runtime.store.open()
         await registration.sync_registry(runtime)
         await runtime.hub.start()
+        # streams of keys revoked by other processes end within PRINCIPAL_TTL
+        revocations = asyncio.create_task(
+            revocation.watch(runtime.store, runtime.principals, runtime.stream_slots), name="aitp-revocation-watch"
+        )
         try:
             yield
         finally:
+            revocations.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await revocations
             await runtime.hub.stop()
             if owns_store:
                 await runtime.store.close()

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from aitp.events.hub import Hub
+from aitp.events.stream import PAGE, EventStream, Frame
 from aitp.store import Store
+from aitp.store.base import EventRecord
 from tests.store.test_contract import make_thread, post
 
 
@@ -37,3 +41,34 @@ async def test_a_reader_behind_the_window_reads_the_store(store: Store) -> None:
         assert [e.seq for e in await feed.after(3, 10)] == [4]  # the window starts after seq 3
         assert [e.seq for e in await feed.after(0, 2)] == [1, 2]  # older: straight from the store
     assert hub._feeds == {}  # the last follower gone, the feed is dropped
+
+
+async def test_a_replay_reads_the_store_a_page_at_a_time_and_keeps_none_of_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A subscriber replaying a long thread holds one page of it: the feed's window (the newest events,
+    shared by live subscribers) is not filled from an old cursor, and no replayed event's frame is kept."""
+    hub = Hub(store)
+    thread, _, _ = await make_thread(store, ("alice",), tuple(f"m{i}" for i in range(3 * PAGE + 20)))
+    limits: list[int] = []
+    list_events = store.list_events
+
+    async def reading(thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
+        limits.append(limit)
+        return await list_events(thread_id, after=after, limit=limit)
+
+    monkeypatch.setattr(store, "list_events", reading)
+    last = 3 * PAGE + 21  # thread.created, then the messages
+    with hub.follow(thread.id) as feed:
+        stream = EventStream(
+            feed.after, feed.signal.waiter, lambda r: r.seq, cursor=0, replay=feed.page, frame=feed.frame
+        )
+        seen = []
+        async for item in stream:
+            assert isinstance(item, Frame)
+            seen.append(item.cursor)
+            assert feed.kept() == (0, 0)  # (events in the window, frames kept) while replaying
+            if item.cursor == last:
+                break
+    assert seen == list(range(1, last + 1))
+    assert limits == [PAGE] * 4

@@ -36,4 +36,4 @@ async def list_keys(rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
     summary="Revoke an API key",
 )
 async def revoke_key(key_id: str, rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
-    return FastJSONResponse(await keys.revoke_key(rt.store, key_id, rt.principals))
+    return FastJSONResponse(await keys.revoke_key(rt.store, key_id, rt.principals, rt.stream_slots))

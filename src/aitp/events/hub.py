@@ -77,7 +77,7 @@ class ThreadFeed:
         self.signal = Signal()
         self.followers = 0
         self._recent: deque[EventRecord] = deque(maxlen=RECENT_EVENTS)
-        self._frames: dict[int, Frame] = {}  # by seq: a thread's log never changes an event once written
+        self._frames: dict[int, Frame] = {}  # by seq, of events in the window: a logged event never changes
         self._stale = True
         self._refreshing: Signal | None = None  # fired when the store read under way ends
 
@@ -86,14 +86,14 @@ class ThreadFeed:
         self.signal.fire()
 
     def frame(self, record: EventRecord) -> Frame:
-        """The event's Frame, rendered once for every subscriber of this thread in this process."""
+        """The event's Frame, rendered once for every subscriber of this thread in this process while it is
+        in the window; an older event (a replay's) is rendered for its reader alone and not kept."""
         frame = self._frames.get(record.seq)
         if frame is None:
-            if len(self._frames) >= 2 * RECENT_EVENTS:
-                self._frames.clear()  # replays of old events come and go; live ones are re-rendered once
-            frame = self._frames[record.seq] = Frame(
-                record.seq, record.type, orjson.dumps(render.event(record)).decode()
-            )
+            frame = Frame(record.seq, record.type, orjson.dumps(render.event(record)).decode())
+            recent = self._recent
+            if recent and recent[0].seq <= record.seq <= recent[-1].seq:
+                self._frames[record.seq] = frame
         return frame
 
     async def after(self, cursor: int, limit: int) -> list[EventRecord]:
@@ -108,6 +108,25 @@ class ThreadFeed:
         if recent and cursor >= recent[-1].seq:
             return []
         return await self.store.list_events(self.thread_id, after=cursor, limit=limit)
+
+    async def page(self, cursor: int, limit: int) -> list[EventRecord]:
+        """A replaying reader's next events: as `after` when the window reaches back to `cursor`, else
+        straight from the store, never kept (filling the window from an old cursor held 1,024 events of the
+        thread per replay, and their frames, however little of it the reader took)."""
+        recent = self._recent
+        if recent and recent[0].seq <= cursor + 1:
+            return await self.after(cursor, limit)
+        return await self.store.list_events(self.thread_id, after=cursor, limit=limit)
+
+    def kept(self) -> tuple[int, int]:
+        """What this feed holds in memory: (events in its window, rendered frames)."""
+        return len(self._recent), len(self._frames)
+
+    def close(self) -> None:
+        """The last follower left: drop the window and its frames (nothing may still read them)."""
+        self._recent.clear()
+        self._frames.clear()
+        self._stale = True
 
     async def _catch_up(self, cursor: int) -> None:
         """One store read per change, however many subscribers ask. Readers arriving while a refresh runs
@@ -140,6 +159,16 @@ class ThreadFeed:
         if fetched and self._recent and fetched[0].seq != self._recent[-1].seq + 1:
             self._recent.clear()
         self._recent.extend(fetched)
+        # frames of events that left the window go too: from the oldest rendered (most are rendered in seq
+        # order, as the window grows), or by a scan if some were rendered out of order
+        frames, first = self._frames, self._recent[0].seq if self._recent else 0
+        while frames:
+            oldest = next(iter(frames))
+            if oldest >= first:
+                break
+            del frames[oldest]
+        if len(frames) > len(self._recent):
+            self._frames = {seq: frame for seq, frame in frames.items() if seq >= first}
 
 
 class Hub:
@@ -182,6 +211,7 @@ class Hub:
             feed.followers -= 1
             if feed.followers == 0 and self._feeds.get(thread_id) is feed:
                 del self._feeds[thread_id]
+                feed.close()
 
     # ----------------------------------------------------------- other instances
 

@@ -1,12 +1,15 @@
 """A live event stream for one subscriber: replay from its cursor, then live, through a bounded buffer.
 
-A pump task reads the store's event log from the cursor (through the hub) and fills a queue that the
-transport (WebSocket or SSE) drains. While replaying, the pump waits for room: those events are in the
-store, not in memory. Once caught up, a full queue means the consumer cannot keep up; the stream then
-ends with `Overflow`, naming the cursor to resume from, so a slow consumer never grows server memory.
+Replay is pulled page by page as the transport takes the frames (`PAGE` events read at a time), so a
+replaying stream holds one page, never the thread's log. Once caught up, a pump task reads the log after
+each wake-up (through the hub) and fills a queue that the transport (WebSocket or SSE) drains. A full
+queue then means the consumer cannot keep up; the stream ends with `Overflow`, naming the cursor to
+resume from, so a slow consumer never grows server memory.
+
+A stream also ends from outside (`EventStream.end`): its key was revoked, or its client left.
 
 Events travel as `Frame`s: the wire JSON of an event, rendered once. A thread's feed hands the same
-Frame to every subscriber (`ThreadFeed.frame`), so a thousand subscribers cost one serialisation.
+Frame to every live subscriber (`ThreadFeed.frame`), so a thousand subscribers cost one serialisation.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from aitp.store.base import EventRecord
 
 log = logging.getLogger(__name__)
 
-BATCH = 500
+BATCH = 500  # events read at once by a live stream's pump
+PAGE = 100  # events read at once while replaying: what one replaying stream holds
 DEFAULT_BUFFER = 1024
 KEEPALIVE_SECONDS = 15.0
 
@@ -39,9 +43,11 @@ CLOSE_SLOW_CONSUMER = 4008
 
 @dataclass(frozen=True)
 class End:
-    """The stream is over: the thread was deleted, or the subscriber was removed from it."""
+    """The stream is over: the thread was deleted, the subscriber was removed from it (a WebSocket closes
+    with `code`, 1000), or its key was revoked (4401)."""
 
     reason: str
+    code: int = CLOSE_NORMAL
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,29 @@ class Waiter(Protocol):
     async def wait(self) -> Any: ...
 
 
+class _KeepAlive:
+    """Puts a keep-alive tick (None) on `queue` when nothing went out for `interval` seconds: one timer per
+    stream, re-armed every `interval`, rather than a timeout around every wait (a timer per event)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Item], interval: float) -> None:
+        self._loop = loop
+        self._queue = queue
+        self._interval = interval
+        self.active_at = loop.time()  # when the transport last got something
+        self._timer = loop.call_at(self.active_at + interval, self._tick)
+
+    def _tick(self) -> None:
+        now = self._loop.time()
+        if now >= self.active_at + self._interval:
+            if self._queue.empty():
+                self._queue.put_nowait(None)
+            self.active_at = now
+        self._timer = self._loop.call_at(self.active_at + self._interval, self._tick)
+
+    def cancel(self) -> None:
+        self._timer.cancel()  # which drops its callback: nothing refers to this any more
+
+
 class EventStream:
     """Events after a cursor, then live. Iterate it; it ends with an `End` or `Overflow` item, or never."""
 
@@ -108,6 +137,7 @@ class EventStream:
         cursor_of: Callable[[EventRecord], int],
         *,
         cursor: int,
+        replay: Reader | None = None,
         render_event: Callable[[EventRecord], dict[str, Any]] = render.event,
         ends: Callable[[EventRecord], str | None] = lambda _: None,
         buffer: int = DEFAULT_BUFFER,
@@ -115,6 +145,7 @@ class EventStream:
         frame: Callable[[EventRecord], Frame] | None = None,
     ) -> None:
         self._read = read
+        self._replay = replay or read  # pages while catching up (a thread's feed keeps them out of its window)
         self._wait = wait
         self._cursor = cursor
         # `frame` (e.g. a thread feed's, shared by its subscribers) wins over rendering per stream
@@ -124,31 +155,57 @@ class EventStream:
         self._keepalive = keepalive
         self.delivered = cursor  # cursor of the last event handed to the transport
         self._overflowed = False
+        self._ending: End | None = None  # set by `end`
+        self._wake: Callable[[], None] = lambda: None  # wakes the consumer waiting for its queue (live)
+
+    def end(self, reason: str, code: int = CLOSE_NORMAL) -> None:
+        """End the stream from outside: the next item is `End(reason, code)`, whatever is still buffered."""
+        if self._ending is None:
+            self._ending = End(reason, code)
+            self._wake()
 
     async def __aiter__(self) -> AsyncIterator[Item]:
+        # Replay: one page at a time, read when the transport has taken the previous one.
+        while self._ending is None:
+            page = await self._replay(self._cursor, PAGE)
+            caught_up = len(page) < PAGE
+            for record in page:
+                if self._ending is not None:
+                    break
+                item = self._frame(record)
+                self._cursor = self.delivered = item.cursor
+                yield item
+                reason = self._ends(record)
+                if reason is not None:
+                    yield End(reason)
+                    return
+            del page
+            if caught_up:
+                break
+        if self._ending is not None:
+            yield self._ending
+            return
+        async for item in self._live():
+            yield item
+
+    async def _live(self) -> AsyncIterator[Item]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Item] = asyncio.Queue(maxsize=self._buffer)
+
+        def wake() -> None:  # when the queue is full the consumer is not waiting: it looks before it waits
+            if not queue.full():
+                queue.put_nowait(None)
+
+        self._wake = wake
         pump = asyncio.create_task(self._pump(queue))
-        # A pump that dies wakes the consumer (which then re-raises what ended it); when the queue is full
-        # the consumer is not waiting, and finds the pump done once it has drained the queue.
-        pump.add_done_callback(lambda _: None if queue.full() else queue.put_nowait(None))
-        # Keep-alive ticks: one timer per stream, re-armed every `keepalive` seconds, rather than a timeout
-        # around every wait (a timer per delivered event).
-        active_at = loop.time()
-        ticker: asyncio.TimerHandle | None = None
-
-        def tick() -> None:
-            nonlocal active_at, ticker
-            now = loop.time()
-            if now >= active_at + self._keepalive:
-                if queue.empty():
-                    queue.put_nowait(None)
-                active_at = now
-            ticker = loop.call_at(active_at + self._keepalive, tick)
-
-        ticker = loop.call_at(active_at + self._keepalive, tick)
+        # A pump that dies wakes the consumer (which then re-raises what ended it).
+        pump.add_done_callback(lambda _: wake())
+        keepalive = _KeepAlive(loop, queue, self._keepalive)
         try:
             while True:
+                if self._ending is not None:
+                    yield self._ending
+                    return
                 if queue.empty():
                     if self._overflowed:
                         yield Overflow(self.delivered, self._buffer)
@@ -157,11 +214,13 @@ class EventStream:
                         pump.result()  # re-raise what ended it
                         return
                     item = await queue.get()
+                    if self._ending is not None:
+                        continue
                 else:
                     item = queue.get_nowait()
                 if isinstance(item, Frame):
                     self.delivered = item.cursor  # handed to the transport, which writes it out
-                    active_at = loop.time()
+                    keepalive.active_at = loop.time()
                 elif item is None and pump.done() and queue.empty() and not self._overflowed:
                     pump.result()  # the pump's wake-up on dying, not a keep-alive tick
                     return
@@ -169,14 +228,14 @@ class EventStream:
                 if isinstance(item, End):
                     return
         finally:
-            if ticker is not None:
-                ticker.cancel()
+            self._wake = lambda: None
+            keepalive.cancel()
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
 
     async def _pump(self, queue: asyncio.Queue[Item]) -> None:
-        live = False
+        live = False  # still catching up with what was written while the replay ended
         while True:
             waiter = self._wait()  # taken before reading: a write after the read still wakes us
             events = await self._read(self._cursor, BATCH)

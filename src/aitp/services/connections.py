@@ -1,16 +1,21 @@
-"""Open live streams (WebSocket and SSE) per API key, counted in this process.
+"""Open live streams (WebSocket and SSE) per API key, held in this process.
 
 A key may hold at most `AITP_MAX_STREAMS_PER_KEY` streams at once on one instance; one more is refused
 with 429 `too_many_connections` (a WebSocket is closed with `CLOSE_TOO_MANY_REQUESTS`). Closing a stream
-frees its slot.
+frees its slot. The streams themselves are kept by key, so that revoking a key ends them
+(`aitp.services.revocation`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
+from aitp.auth import Principal
 from aitp.errors import APIError, RateLimited
+from aitp.events.stream import EventStream
+from aitp.services.rate_limit import key_of
 
 CLOSE_TOO_MANY_REQUESTS = 4429  # WebSocket close code: too many open streams, or too many requests, for the key
 
@@ -20,30 +25,52 @@ def close_code(error: APIError, default: int) -> int:
     return CLOSE_TOO_MANY_REQUESTS if error.status_code == 429 else default
 
 
+@dataclass
+class _Held:
+    stored: bool  # a key in the store (revocable), not the environment's admin key
+    streams: set[EventStream] = field(default_factory=set)
+
+
 class StreamSlots:
-    """How many streams each key holds open."""
+    """The streams each key holds open."""
 
     def __init__(self) -> None:
-        self._open: dict[str, int] = {}
+        self._open: dict[str, _Held] = {}
 
     def count(self, key: str) -> int:
-        return self._open.get(key, 0)
+        held = self._open.get(key)
+        return 0 if held is None else len(held.streams)
 
     @contextmanager
-    def hold(self, key: str, limit: int) -> Iterator[None]:
-        """Hold one slot of `key` while the block runs; 429 if `key` already holds `limit` (0: no limit)."""
-        held = self._open.get(key, 0)
-        if 0 < limit <= held:
+    def hold(self, principal: Principal, limit: int, stream: EventStream) -> Iterator[None]:
+        """Hold one of the principal's key's slots with `stream` while the block runs; 429 if the key already
+        holds `limit` (0: no limit)."""
+        key = key_of(principal)
+        held = self._open.get(key)
+        if held is not None and 0 < limit <= len(held.streams):
             raise RateLimited(
-                f"This API key already has {held} live streams open (at most {limit}); close one first.",
+                f"This API key already has {len(held.streams)} live streams open (at most {limit}); close one first.",
                 code="too_many_connections",
             )
-        self._open[key] = held + 1
+        if held is None:
+            held = self._open[key] = _Held(stored=principal.key_id is not None)
+        held.streams.add(stream)
         try:
             yield
         finally:
-            remaining = self._open[key] - 1
-            if remaining:
-                self._open[key] = remaining
-            else:
+            held.streams.discard(stream)
+            if not held.streams and self._open.get(key) is held:
                 del self._open[key]
+
+    def stored_keys(self) -> list[str]:
+        """Ids of the store's keys that hold streams open here."""
+        return [key for key, held in self._open.items() if held.stored]
+
+    def end(self, key: str, reason: str, code: int) -> int:
+        """End every stream `key` holds (`EventStream.end`); how many there were."""
+        held = self._open.get(key)
+        if held is None:
+            return 0
+        for stream in list(held.streams):
+            stream.end(reason, code)
+        return len(held.streams)

@@ -10,6 +10,8 @@ from aitp.errors import NotFound
 from aitp.ids import new_id
 from aitp.principals import PrincipalCache
 from aitp.runtime import now
+from aitp.services import revocation
+from aitp.services.connections import StreamSlots
 from aitp.store.base import KeyRecord, Store
 
 
@@ -35,12 +37,15 @@ async def list_keys(store: Store) -> dict[str, Any]:
     return {"object": "list", "data": [render.api_key(k) for k in await store.list_keys()]}
 
 
-async def revoke_key(store: Store, key_id: str, principals: PrincipalCache | None = None) -> dict[str, Any]:
-    """Delete a key; `principals` (this process's cache of authenticated keys) stops accepting it at once."""
+async def revoke_key(
+    store: Store, key_id: str, principals: PrincipalCache | None = None, slots: StreamSlots | None = None
+) -> dict[str, Any]:
+    """Delete a key; this process (its cache of authenticated keys, and its open streams, when given) stops
+    accepting it at once. Other processes notice within `PRINCIPAL_TTL` (`aitp.services.revocation`)."""
     if not await store.delete_key(key_id):
         raise NotFound(f"No API key found with id '{key_id}'.", param="key_id", code="key_not_found")
     if principals is not None:
-        principals.forget_key(key_id)
+        revocation.key_revoked(key_id, principals, slots)
     return render.deleted(key_id, "api_key.deleted")
 
 

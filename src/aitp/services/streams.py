@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from aitp import render
+from aitp import memory, render
 from aitp.auth import Principal
 from aitp.errors import InvalidRequest
 from aitp.events.stream import EventStream, Reader
@@ -15,14 +15,14 @@ from aitp.runtime import Runtime
 from aitp.services import idempotency, messages
 from aitp.services.access import readable_thread
 from aitp.services.paging import log_page
-from aitp.services.rate_limit import count_request, key_of
+from aitp.services.rate_limit import count_request
 from aitp.store.base import EventRecord
 
 
 @asynccontextmanager
 async def thread_stream(rt: Runtime, principal: Principal, thread_id: str, after: int) -> AsyncIterator[EventStream]:
     """The thread's events after seq `after`, then live; 404 for non-members. Ends when the thread is
-    deleted or the subscriber's actor is removed from it."""
+    deleted, the subscriber's actor is removed from it, or its key is revoked."""
     await readable_thread(rt, principal, thread_id)
 
     def ends(record: EventRecord) -> str | None:
@@ -32,38 +32,48 @@ async def thread_stream(rt: Runtime, principal: Principal, thread_id: str, after
             return "removed from the thread"
         return None
 
-    with _slot(rt, principal), rt.hub.follow(thread_id) as feed:
-        yield EventStream(
+    with rt.hub.follow(thread_id) as feed:
+        stream = EventStream(
             feed.after,
             feed.signal.waiter,
             lambda record: record.seq,
             cursor=after,
+            replay=feed.page,  # a replay reads the store page by page, not into the feed's window
             ends=ends,
-            frame=feed.frame,  # rendered once per event for every subscriber of the thread
+            frame=feed.frame,  # rendered once per event for every live subscriber of the thread
             buffer=rt.settings.stream_buffer,
             keepalive=rt.settings.keepalive_seconds,
         )
+        with _slot(rt, principal, stream):
+            yield stream
 
 
 @asynccontextmanager
 async def inbox_stream(rt: Runtime, principal: Principal, after: int) -> AsyncIterator[EventStream]:
     """Events of every thread the caller is in (from joining to leaving), resumable from `cursor`.
     An admin key follows every thread."""
-    with _slot(rt, principal):
-        yield EventStream(
-            _inbox_reader(rt, principal),
-            rt.hub.any_event.waiter,
-            lambda record: record.gid,
-            cursor=after,
-            render_event=render.inbox_event,
-            buffer=rt.settings.stream_buffer,
-            keepalive=rt.settings.keepalive_seconds,
-        )
+    stream = EventStream(
+        _inbox_reader(rt, principal),
+        rt.hub.any_event.waiter,
+        lambda record: record.gid,
+        cursor=after,
+        render_event=render.inbox_event,
+        buffer=rt.settings.stream_buffer,
+        keepalive=rt.settings.keepalive_seconds,
+    )
+    with _slot(rt, principal, stream):
+        yield stream
 
 
-def _slot(rt: Runtime, principal: Principal) -> AbstractContextManager[None]:
-    """One of the caller's key's open-stream slots, for as long as the stream is open (429 if none is free)."""
-    return rt.stream_slots.hold(key_of(principal), rt.settings.max_streams_per_key)
+@contextmanager
+def _slot(rt: Runtime, principal: Principal, stream: EventStream) -> Iterator[None]:
+    """One of the caller's key's open-stream slots, held by `stream` while it is open (429 if none is free);
+    revoking the key ends it. Once it is closed, what it used goes back to the system (`aitp.memory`)."""
+    try:
+        with rt.stream_slots.hold(principal, rt.settings.max_streams_per_key, stream):
+            yield
+    finally:
+        memory.release_soon()
 
 
 def _inbox_reader(rt: Runtime, principal: Principal) -> Reader:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from aitp import redaction
 from aitp.config import Settings
 from aitp.store import Store, open_store
 
@@ -43,12 +44,13 @@ def serve(settings: Settings) -> None:
 
     # the service's own log lines (registry sync, event tailer, slow consumers) next to uvicorn's
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
+    redaction.redact_root_handlers()  # no key (nor store password) in a log line: see aitp.redaction
     from aitp.services.keys import ensure_admin_key
 
     new_admin_key = None if settings.admin_key else _with_store(settings, ensure_admin_key)
     shown_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
     base = f"http://{shown_host}:{settings.port}"
-    print(f"aitp: store {settings.store_url}", flush=True)
+    print(f"aitp: store {redaction.redact(settings.store_url)}", flush=True)
     if new_admin_key:
         print(
             "aitp: created the admin key (shown once, stored only as a hash):\n"
@@ -78,6 +80,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "host": settings.host,
         "port": settings.port,
         "log_level": "info",
+        "log_config": redaction.uvicorn_log_config(),  # its handlers redact secrets (`?token=` keys)
         # uvicorn's httptools protocol, plus limits on the request head (size, fields, time: 431, 408) and
         # on open connections (503 at once beyond AITP_MAX_CONNECTIONS, raising the open-file limit to fit)
         "http": http_protocol(settings),

@@ -1,0 +1,86 @@
+"""No secret in a log line: what the server writes to its output is redacted first.
+
+Browsers cannot set headers on a WebSocket, so the web UI sends its key as `?token=`; uvicorn's access log
+(HTTP) and its WebSocket log write the request's path with its query, which put the full key in the log.
+Every handler `aitp serve` logs through (uvicorn's and the root one) carries `RedactSecrets`, which
+replaces, in the message, its arguments and its traceback:
+- the value of a `token` query parameter (its name as the server decodes it: `%74oken=` too);
+- anything shaped like an API key (`aitp_` and 40+ URL-safe characters), wherever it appears;
+- the password of a URL's user info (`mongodb://user:[redacted]@host`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+from urllib.parse import unquote_plus
+
+REDACTED = "[redacted]"
+SECRET_PARAMS = frozenset({"token"})
+
+# a query parameter: its value runs to the next '&' (the only separator the server splits on), '#', space
+# or quote (a log line quotes the request line)
+_PARAM = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&;#\s\"']+)=(?P<value>[^&#\s\"']*)")
+_KEY = re.compile(r"aitp_[A-Za-z0-9_-]{40,}")
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@")
+
+
+def _param(match: re.Match[str]) -> str:
+    if unquote_plus(match["name"]).lower() in SECRET_PARAMS and match["value"]:
+        return f"{match['lead']}{match['name']}={REDACTED}"
+    return match[0]
+
+
+def redact(text: str) -> str:
+    """`text` with its secrets replaced by `[redacted]`."""
+    if "=" in text:
+        text = _PARAM.sub(_param, text)
+    if "aitp_" in text:
+        text = _KEY.sub("aitp_" + REDACTED, text)
+    if "@" in text:
+        text = _USERINFO.sub(lambda m: f"{m['head']}{REDACTED}@", text)
+    return text
+
+
+def _redacted(value: Any) -> Any:
+    return redact(value) if isinstance(value, str) else value
+
+
+class RedactSecrets(logging.Filter):
+    """Redacts a record before any handler formats it (it never drops one)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # arguments one by one: uvicorn's access formatter reads them (path, status, ...) as they are
+        if isinstance(record.args, dict):
+            record.args = {name: _redacted(value) for name, value in record.args.items()}
+        elif isinstance(record.args, tuple):
+            record.args = tuple(_redacted(value) for value in record.args)
+        if not isinstance(record.msg, str) or redact(record.msg) != record.msg:
+            # a secret in the message itself (or a message that is not a string): the whole line, formatted
+            record.msg, record.args = redact(record.getMessage()), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+def uvicorn_log_config() -> dict[str, Any]:
+    """uvicorn's logging configuration, with `RedactSecrets` on each of its handlers."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config: dict[str, Any] = {**LOGGING_CONFIG, "filters": {"redact_secrets": {"()": RedactSecrets}}}
+    config["handlers"] = {
+        name: {**handler, "filters": ["redact_secrets"]} for name, handler in LOGGING_CONFIG["handlers"].items()
+    }
+    return config
+
+
+def redact_root_handlers() -> None:
+    """Put `RedactSecrets` on the root logger's handlers (the service's own log lines, and libraries')."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactSecrets) for f in handler.filters):
+            handler.addFilter(RedactSecrets())

@@ -80,6 +80,24 @@ async def test_an_object_whose_schema_is_not_a_string_is_an_invalid_capability_m
     assert (await shop.get(f"/threads/{tid}/messages")).json()["data"] == []
 
 
+async def test_errors_in_a_threads_first_messages_name_the_message_too(api: API) -> None:
+    shop = await api.actor("shop.near")
+    actors = [{"id": "shop.near", "capabilities": [DECISIONS]}, {"id": "user.near", "capabilities": [DECISIONS]}]
+    ask = {"$schema": DECISIONS, "request_decision": {"id": "r1", "options": [{"id": "yes"}]}}
+    bad = {"$schema": DECISIONS, "request_decision": {"id": "r2", "options": [{"id": "yes"}, {"name": "no id"}]}}
+    answer = {"$schema": DECISIONS, "decision": {"request_decision_id": "r9", "options": [{"id": "yes"}]}}
+    cases = [
+        (["hi", json.dumps(bad)], "messages[1].content[0].request_decision.options[1]"),
+        ([{"content": ["Well?", json.dumps({"$schema": 5})]}], "messages[0].content[1].$schema"),
+        ([json.dumps(ask), json.dumps(ask)], "messages[1].content[0].request_decision.id"),  # from the store
+        ([json.dumps(answer)], "messages[0].content[0].decision.request_decision_id"),
+    ]
+    for messages, param in cases:
+        refused = await shop.post("/threads", json={"actors": actors, "messages": messages})
+        assert refused.status_code in (409, 422), refused.text
+        assert refused.json()["error"]["param"] == param
+
+
 async def test_unknown_capability_is_refused(api: API) -> None:
     _, shop, tid = await _shop_thread(api, [], [])
     unknown = {"$schema": "https://example.com/nope/v1.0.0/schema.json", "x": {}}

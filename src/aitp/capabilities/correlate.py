@@ -347,12 +347,18 @@ class Correlation:
 
 
 async def correlate(
-    store: Store, thread_id: str, message_id: str, sender: str, parts: list[tuple[CapabilityPart, str]]
+    store: Store,
+    thread_id: str,
+    message_id: str,
+    sender: str,
+    parts: list[tuple[CapabilityPart, str]],
+    where: str = "content",
 ) -> Correlation:
-    """Check every answer against its request and where that request stands; return what to store."""
+    """Check every answer against its request and where that request stands; return what to store. `where`
+    is the content's place in the request body, for `param`."""
     done = Correlation()
     for part, capability_id in parts:
-        kind, body, param = part.type or "", part.message.get(part.type or ""), f"content[{part.index}]"
+        kind, body, param = part.type or "", part.message.get(part.type or ""), f"{where}[{part.index}]"
         if not isinstance(body, dict):
             continue
         request_rule = REQUESTS.get(capability_id, {}).get(kind)

@@ -77,7 +77,8 @@ class CapabilityNotSupported(Unprocessable):
         return body
 
 
-def capability_parts(content: Sequence[dict[str, Any]]) -> list[CapabilityPart]:
+def capability_parts(content: Sequence[dict[str, Any]], where: str = "content") -> list[CapabilityPart]:
+    """The capability parts of `content` (found at `where` in the request body, for `param`)."""
     parts = []
     for index, part in enumerate(content):
         if part.get("type") != "text":
@@ -93,10 +94,10 @@ def capability_parts(content: Sequence[dict[str, Any]]) -> list[CapabilityPart]:
             continue
         if not isinstance(parsed["$schema"], str):
             raise Unprocessable(
-                f"content[{index}].$schema must be a schema URL (a string), got "
+                f"{where}[{index}].$schema must be a schema URL (a string), got "
                 f"{orjson.dumps(parsed['$schema']).decode()[:80]}: a JSON object with a $schema key is a "
                 "capability message.",
-                param=f"content[{index}].$schema",
+                param=f"{where}[{index}].$schema",
                 code="invalid_capability_message",
             )
         parts.append(CapabilityPart(index, parsed["$schema"], parsed))
@@ -119,6 +120,7 @@ def check_parts(
     declarations: Sequence[ActorDeclarations],
     accept_unknown: bool,
     max_depth: int,
+    where: str = "content",
 ) -> tuple[list[dict[str, Any] | None] | None, list[tuple[CapabilityPart, str]]]:
     """Validate every capability part. Returns the message's `aitp` summary (None if it has no
     capability part) and the validated parts with their capability id.
@@ -126,15 +128,15 @@ def check_parts(
     Raises 400 `nesting_too_deep` (before any validation: deep JSON is what makes validators slow), 422
     `unknown_capability`, `invalid_capability_message` or `capability_not_supported` (`CapabilityNotSupported`).
     """
-    parts = capability_parts(content)
+    parts = capability_parts(content, where)
     if not parts:
         return None, []
     for part in parts:
-        check_depth(part.message, max_depth, f"content[{part.index}]")
+        check_depth(part.message, max_depth, f"{where}[{part.index}]")
     summary: list[dict[str, Any] | None] = [None] * len(content)
     validated: list[tuple[CapabilityPart, str]] = []
     for part in parts:
-        param = f"content[{part.index}]"
+        param = f"{where}[{part.index}]"
         ref = registry.resolve(part.schema_url)
         target = None if ref is None else _validation_target(registry, ref)
         if ref is None or target is None:

@@ -53,6 +53,7 @@ def build_message(
         declarations=view.declarations(rt.registry),
         accept_unknown=rt.settings.unknown_capabilities == "accept",
         max_depth=rt.settings.max_json_depth,
+        where=_param(param, "content"),
     )
     record = MessageRecord(
         id=new_id("msg"),

@@ -152,7 +152,7 @@ async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadReq
             rt, partial(message_service.build_message, rt, principal, view, request, created_at, f"messages[{i}]")
         )
         if parts:
-            done.extend(await correlate(rt.store, thread_id, record.id, record.actor, parts))
+            done.extend(await correlate(rt.store, thread_id, record.id, record.actor, parts, f"messages[{i}].content"))
         messages.append((record, NewEvent("thread.message.created", render.message(record), created_at)))
 
     thread_object = render.thread(thread, actors)

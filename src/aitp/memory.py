@@ -18,6 +18,7 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 TRIM_INTERVAL = 1.0  # seconds between two trims at most
+TRIM_DELAY = 0.1  # seconds from the ask: what an ended stream held is freed as its request unwinds, turns later
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
@@ -32,34 +33,50 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return trim
 
 
-_trim = _malloc_trim()
-_scheduled = False
-_last = float("-inf")
-_running: asyncio.Task[None] | None = None  # referenced while it runs
+class _Trimmer:
+    """Runs `trim` soon after it is asked to, at most once per `interval` seconds; asked again while it
+    runs, it runs once more after (what ended meanwhile may not have been freed when it started)."""
+
+    def __init__(self, trim: Callable[[int], int], interval: float) -> None:
+        self._trim = trim
+        self._interval = interval
+        self._last = float("-inf")  # loop time the last trim ended
+        self._scheduled = False
+        self._running: asyncio.Task[None] | None = None  # referenced while it runs
+        self._again = False
+
+    def ask(self) -> None:
+        if self._running is not None:
+            self._again = True
+        elif not self._scheduled:
+            self._schedule(asyncio.get_running_loop())
+
+    def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._scheduled = True
+        loop.call_at(max(loop.time() + TRIM_DELAY, self._last + self._interval), self._start, loop)
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._scheduled = False
+        self._running = loop.create_task(self._run())
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.to_thread(self._trim, 0)
+        except Exception:  # returning memory is an optimisation: never a reason to fail
+            log.exception("malloc_trim failed")
+        finally:
+            self._running, self._last = None, loop.time()
+            if self._again:
+                self._again = False
+                self._schedule(loop)
+
+
+_libc_trim = _malloc_trim()
+_trimmer = None if _libc_trim is None else _Trimmer(_libc_trim, TRIM_INTERVAL)
 
 
 def release_soon() -> None:
     """Something large may have been freed (a stream ended): return free heap pages to the system soon."""
-    global _scheduled
-    if _trim is None or _scheduled:
-        return
-    _scheduled = True
-    loop = asyncio.get_running_loop()
-    loop.call_at(max(loop.time(), _last + TRIM_INTERVAL), _start, loop)
-
-
-def _start(loop: asyncio.AbstractEventLoop) -> None:
-    global _running
-    _running = loop.create_task(_release())
-
-
-async def _release() -> None:
-    global _scheduled, _last, _running
-    try:
-        assert _trim is not None
-        await asyncio.to_thread(_trim, 0)
-    except Exception:  # returning memory is an optimisation: never a reason to fail
-        log.exception("malloc_trim failed")
-    finally:
-        _scheduled, _running = False, None
-        _last = asyncio.get_running_loop().time()
+    if _trimmer is not None:
+        _trimmer.ask()

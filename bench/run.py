@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], float]] = {
     ),
     "load": (["--writers", "200", "--messages", "50"], ["--writers", "50", "--messages", "10"], 420),
     "hostile_schemas": ([], ["--sizes", "700", "--depths", "12", "--rounds", "3"], 300),
+    "stream_memory": ([], ["--rounds", "2", "--messages", "100", "--thread-messages", "100", "--replays", "5"], 300),
 }
 
 
@@ -232,6 +233,30 @@ def hostile_schemas_rows(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def stream_memory_rows(r: dict[str, Any]) -> list[Row]:
+    p, rows = r["parameters"], []
+    cases = {
+        "subscribers": (
+            f"RSS kept after {p['rounds']} rounds of {p['subscribers']} SSE subscribers",
+            "data_mib_per_round",
+            "a round's data",
+        ),
+        "replays": (f"RSS kept after {p['replays']} replays of a thread", "thread_mib", "the thread"),
+    }
+    for case, (label, data, of) in cases.items():
+        f = r[case]
+        kept, bound = f["after_mib"] - f["before_mib"], f[data] / 4
+        rows.append(
+            (
+                f"{label} ({f[data]:.0f} MiB)",
+                f"{kept:+.0f} MiB",
+                f"before {f['before_mib']:.0f}, peak {f['peak_mib']:.0f}, after {f['after_mib']:.0f} MiB",
+                verdict(kept <= bound, f"<= 1/4 of {of}"),
+            )
+        )
+    return rows
+
+
 ROWS = {
     "validation": validation_rows,
     "ingest": ingest_rows,
@@ -239,6 +264,7 @@ ROWS = {
     "scale": scale_rows,
     "load": load_rows,
     "hostile_schemas": hostile_schemas_rows,
+    "stream_memory": stream_memory_rows,
 }
 
 

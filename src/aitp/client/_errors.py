@@ -11,8 +11,8 @@ import httpx
 class AitpError(Exception):
     """The server refused a request: `status` plus the envelope's `message`, `type`, `param` and `code`.
 
-    `param` names the offending field (`messages[0].content`, or a JSON pointer such as
-    `/request_decision/options/0` for an invalid capability message); `code` is the stable,
+    `param` names the offending field (`messages[0].content`, or the part and the path into its payload
+    such as `content[0].request_decision.options[0]` for an invalid capability message); `code` is the stable,
     machine-readable reason (`thread_not_found`, `invalid_capability_message`, ...). `unsupported_by`
     (`capability_not_supported` only) names the thread's actors that cannot read the capability message.
     """

@@ -108,6 +108,8 @@ class _KeepAlive:
     """Puts a keep-alive tick (None) on `queue` when nothing went out for `interval` seconds: one timer per
     stream, re-armed every `interval`, rather than a timeout around every wait (a timer per event)."""
 
+    __slots__ = ("_loop", "_queue", "_interval", "active_at", "_timer")
+
     def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Item], interval: float) -> None:
         self._loop = loop
         self._queue = queue
@@ -156,13 +158,20 @@ class EventStream:
         self.delivered = cursor  # cursor of the last event handed to the transport
         self._overflowed = False
         self._ending: End | None = None  # set by `end`
-        self._wake: Callable[[], None] = lambda: None  # wakes the consumer waiting for its queue (live)
+        self._queue: asyncio.Queue[Item] | None = None  # while live: what the pump has read, for the consumer
 
     def end(self, reason: str, code: int = CLOSE_NORMAL) -> None:
         """End the stream from outside: the next item is `End(reason, code)`, whatever is still buffered."""
         if self._ending is None:
             self._ending = End(reason, code)
             self._wake()
+
+    def _wake(self, _: object = None) -> None:
+        """Wake the consumer if it waits for the live queue (when the queue is full it is not waiting: it
+        looks at the stream's state before it waits again)."""
+        queue = self._queue
+        if queue is not None and not queue.full():
+            queue.put_nowait(None)
 
     async def __aiter__(self) -> AsyncIterator[Item]:
         # Replay: one page at a time, read when the transport has taken the previous one.
@@ -185,21 +194,12 @@ class EventStream:
         if self._ending is not None:
             yield self._ending
             return
-        async for item in self._live():
-            yield item
 
-    async def _live(self) -> AsyncIterator[Item]:
+        # Live: the pump fills the queue after each wake-up; this drains it.
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Item] = asyncio.Queue(maxsize=self._buffer)
-
-        def wake() -> None:  # when the queue is full the consumer is not waiting: it looks before it waits
-            if not queue.full():
-                queue.put_nowait(None)
-
-        self._wake = wake
+        queue = self._queue = asyncio.Queue(maxsize=self._buffer)
         pump = asyncio.create_task(self._pump(queue))
-        # A pump that dies wakes the consumer (which then re-raises what ended it).
-        pump.add_done_callback(lambda _: wake())
+        pump.add_done_callback(self._wake)  # a pump that dies wakes the consumer, which re-raises what ended it
         keepalive = _KeepAlive(loop, queue, self._keepalive)
         try:
             while True:
@@ -228,7 +228,7 @@ class EventStream:
                 if isinstance(item, End):
                     return
         finally:
-            self._wake = lambda: None
+            self._queue = None
             keepalive.cancel()
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):

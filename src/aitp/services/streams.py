@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
 
 from aitp import memory, render
@@ -32,20 +32,23 @@ async def thread_stream(rt: Runtime, principal: Principal, thread_id: str, after
             return "removed from the thread"
         return None
 
-    with rt.hub.follow(thread_id) as feed:
-        stream = EventStream(
-            feed.after,
-            feed.signal.waiter,
-            lambda record: record.seq,
-            cursor=after,
-            replay=feed.page,  # a replay reads the store page by page, not into the feed's window
-            ends=ends,
-            frame=feed.frame,  # rendered once per event for every live subscriber of the thread
-            buffer=rt.settings.stream_buffer,
-            keepalive=rt.settings.keepalive_seconds,
-        )
-        with _slot(rt, principal, stream):
-            yield stream
+    try:
+        with rt.hub.follow(thread_id) as feed:
+            stream = EventStream(
+                feed.after,
+                feed.signal.waiter,
+                lambda record: record.seq,
+                cursor=after,
+                replay=feed.page,  # a replay reads the store page by page, not into the feed's window
+                ends=ends,
+                frame=feed.frame,  # rendered once per event for every live subscriber of the thread
+                buffer=rt.settings.stream_buffer,
+                keepalive=rt.settings.keepalive_seconds,
+            )
+            with _slot(rt, principal, stream):
+                yield stream
+    finally:
+        memory.release_soon()  # what the stream and the feed held goes back to the system (`aitp.memory`)
 
 
 @asynccontextmanager
@@ -61,19 +64,17 @@ async def inbox_stream(rt: Runtime, principal: Principal, after: int) -> AsyncIt
         buffer=rt.settings.stream_buffer,
         keepalive=rt.settings.keepalive_seconds,
     )
-    with _slot(rt, principal, stream):
-        yield stream
-
-
-@contextmanager
-def _slot(rt: Runtime, principal: Principal, stream: EventStream) -> Iterator[None]:
-    """One of the caller's key's open-stream slots, held by `stream` while it is open (429 if none is free);
-    revoking the key ends it. Once it is closed, what it used goes back to the system (`aitp.memory`)."""
     try:
-        with rt.stream_slots.hold(principal, rt.settings.max_streams_per_key, stream):
-            yield
+        with _slot(rt, principal, stream):
+            yield stream
     finally:
         memory.release_soon()
+
+
+def _slot(rt: Runtime, principal: Principal, stream: EventStream) -> AbstractContextManager[None]:
+    """One of the caller's key's open-stream slots, held by `stream` while it is open (429 if none is free);
+    revoking the key ends it."""
+    return rt.stream_slots.hold(principal, rt.settings.max_streams_per_key, stream)
 
 
 def _inbox_reader(rt: Runtime, principal: Principal) -> Reader:

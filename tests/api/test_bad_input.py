@@ -459,15 +459,15 @@ async def test_a_large_body_is_refused_by_position_without_looking_for_the_field
 ) -> None:
     """Beyond EXPLAIN_MAX_BYTES the fault is told by position (or the value), `param` null: no lenient
     parse and no walk of the value, whose cost grows with the body."""
-    from aitp.api import json_body
+    from aitp.inputs import strict_json
 
-    assert getattr(json_body, "EXPLAIN_MAX_BYTES", LARGE) < LARGE
+    assert getattr(strict_json, "EXPLAIN_MAX_BYTES", LARGE) < LARGE
 
     def forbidden(*args: Any) -> Any:
         raise AssertionError("a large body was parsed leniently or walked")
 
-    monkeypatch.setattr(json_body, "_first_problem", forbidden)
-    monkeypatch.setattr(json_body, "json", SimpleNamespace(loads=forbidden, JSONDecodeError=json.JSONDecodeError))
+    monkeypatch.setattr(strict_json, "_first_problem", forbidden)
+    monkeypatch.setattr(strict_json, "json", SimpleNamespace(loads=forbidden, JSONDecodeError=json.JSONDecodeError))
     cases = {
         b"[1, NaN]": ("numbers must be finite", "at line 1 column"),
         b"[-Infinity]": ("numbers must be finite", "at line 1 column"),

@@ -19,7 +19,7 @@ import pytest
 import websockets
 
 from aitp.config import Settings
-from aitp.limits import nesting_depth
+from aitp.inputs.limits import nesting_depth
 from aitp.testing import ServerProcess
 from tests.conftest import ADMIN_KEY, API
 from tests.support.live import ws_connect

@@ -24,7 +24,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from aitp.api.deps import get_admin, get_principal, get_runtime, key_check
-from aitp.api.json_body import StrictJSONRoute, declares_json, parse_json
+from aitp.api.json_body import StrictJSONRoute, declares_json
+from aitp.inputs.strict_json import parse_json
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Header, Query, WebSocket
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.errors import KEYED, error_responses
-from aitp.api.json_body import INT64_MAX
 from aitp.api.live import serve_websocket, sse_cursor, sse_response, wants_event_stream
 from aitp.api.responses import FastJSONResponse
+from aitp.inputs.strict_json import INT64_MAX
 from aitp.models import EventList, InboxEventList
 from aitp.runtime import Runtime
 from aitp.services import events, streams

@@ -30,7 +30,6 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from aitp.api.errors import validation_error
-from aitp.api.json_body import INT64_MAX, parse_json
 from aitp.auth import Principal, authenticate, bearer_token
 from aitp.errors import APIError, InvalidRequest, Unauthenticated
 from aitp.events.stream import (
@@ -41,6 +40,7 @@ from aitp.events.stream import (
     Frame,
     Overflow,
 )
+from aitp.inputs.strict_json import INT64_MAX, parse_json
 from aitp.runtime import Runtime
 from aitp.services import revocation
 from aitp.services.connections import close_code

@@ -18,7 +18,7 @@ from packaging.version import Version
 from aitp.capabilities.negotiate import ActorDeclarations, unable_to_read
 from aitp.capabilities.registry import CapabilityRef, Registry
 from aitp.errors import Unprocessable, pointer_param
-from aitp.limits import check_depth
+from aitp.inputs.limits import check_depth
 
 # the first issue only: is_valid decides, then one error is built (iter_errors builds them all, each with a
 # copy of its part of the message: an invalid 243 KB message cost 10x a valid one, see registry.validate)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aitp import limits, render
+from aitp import render
 from aitp.auth import Principal
 from aitp.errors import NotFound, PermissionDenied, thread_not_found
+from aitp.inputs import limits
 from aitp.models import ActorInput
 from aitp.runtime import Runtime, now
 from aitp.services.access import readable_thread

@@ -4,23 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from aitp import limits, render
+from aitp import render
 from aitp.auth import Principal
 from aitp.capabilities.correlate import Correlation, correlate
 from aitp.capabilities.messages import CapabilityNotSupported, CapabilityPart, check_parts
-from aitp.errors import InvalidRequest, PermissionDenied, message_not_found, thread_not_found
+from aitp.errors import InvalidRequest, PermissionDenied, message_not_found, param_path, thread_not_found
 from aitp.ids import new_id
+from aitp.inputs import limits
+from aitp.inputs.shapes import check_attachments, check_metadata, normalize_content
 from aitp.models import CreateMessageRequest, MessageRefusal, ModifyMessageRequest
 from aitp.runtime import Runtime, now
 from aitp.services.access import ThreadView, acting_actor, readable_thread
-from aitp.services.inputs import check_attachments, check_metadata, normalize_content
 from aitp.services.paging import cursor_page
 from aitp.services.registration import retry_after_sync
 from aitp.store.base import AuthorNotMember, DuplicateRef, MessageRecord, NewEvent, Order
-
-
-def _param(prefix: str, name: str) -> str:
-    return f"{prefix}.{name}" if prefix else name
 
 
 def not_a_member(actor: str, param: str) -> InvalidRequest:
@@ -37,15 +34,15 @@ def build_message(
     """A message record: author checked (no impersonation, must be a member), role derived,
     capability parts validated and summarised in `aitp`."""
     metadata = dict(body.metadata or {})
-    actor = acting_actor(principal, metadata.pop("actor", None), _param(param, "metadata.actor"))
+    actor = acting_actor(principal, metadata.pop("actor", None), param_path(param, ["metadata", "actor"]))
     if view.member(actor) is None:
-        raise not_a_member(actor, _param(param, "metadata.actor"))
+        raise not_a_member(actor, param_path(param, ["metadata", "actor"]))
     # The role is derived from the author whatever the client sent: generic OpenAI-SDK tools always send
     # "user", and an agent of another owner must not be refused for it (the response shows the role kept).
     role = render.role_of(actor, view.thread.creator)
-    content = normalize_content(body.content, _param(param, "content"))
-    attachments = check_attachments(body.attachments, _param(param, "attachments"))
-    metadata = check_metadata(metadata, _param(param, "metadata"))
+    content = normalize_content(body.content, param_path(param, ["content"]))
+    attachments = check_attachments(body.attachments, param_path(param, ["attachments"]))
+    metadata = check_metadata(metadata, param_path(param, ["metadata"]))
     aitp, parts = check_parts(
         rt.registry,
         content,
@@ -53,7 +50,7 @@ def build_message(
         declarations=view.declarations(rt.registry),
         accept_unknown=rt.settings.unknown_capabilities == "accept",
         max_depth=rt.settings.max_json_depth,
-        where=_param(param, "content"),
+        where=param_path(param, ["content"]),
     )
     record = MessageRecord(
         id=new_id("msg"),

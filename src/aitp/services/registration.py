@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from packaging.version import Version
 
-from aitp import limits, render
+from aitp import render
 from aitp.auth import CAPABILITIES_WRITE, Principal
 from aitp.capabilities import trial
 from aitp.capabilities.compat import breaking_changes
@@ -40,6 +40,7 @@ from aitp.capabilities.registry import (
 )
 from aitp.config import Settings
 from aitp.errors import APIError, Conflict, InvalidRequest, PermissionDenied, Unprocessable, pointer_param
+from aitp.inputs import limits
 from aitp.models import RegisterCapabilityRequest
 from aitp.runtime import Runtime, now
 from aitp.store.base import CapabilityVersionRecord

@@ -12,9 +12,9 @@ whose `code` says which limit was hit:
     nesting_too_deep       JSON nesting (free-form fields, schemas; capability messages are checked
                            where they are parsed, `aitp.capabilities.messages.check_parts`)
 
-The values come from `Settings` (AITP_MAX_* variables). The request body as a whole is limited by
-`aitp.api.body_limit` (413 `request_too_large`); metadata follows OpenAI's fixed rules in
-`aitp.services.inputs.check_metadata`.
+The values come from `Settings` (AITP_MAX_* variables). The request body as a whole is limited before
+any route reads it (413 `request_too_large`); metadata follows OpenAI's fixed rules
+(`aitp.inputs.shapes.check_metadata`).
 """
 
 from __future__ import annotations
@@ -25,12 +25,7 @@ from typing import Any
 import orjson
 
 from aitp.config import Settings
-from aitp.errors import InvalidRequest
-
-
-def join(prefix: str, name: str) -> str:
-    """A field's `param` under an optional prefix: ('messages[0]', 'content') → 'messages[0].content'."""
-    return f"{prefix}.{name}" if prefix else name
+from aitp.errors import InvalidRequest, param_path
 
 
 def nesting_depth(value: Any, stop_above: int) -> int:
@@ -86,7 +81,7 @@ def check_count(items: Sequence[Any] | int, limit: int, param: str, what: str, c
 
 def check_content(content: str | Sequence[Any], settings: Settings, param: str = "content") -> None:
     """A message's `content` as sent: parts per message, characters per part, nesting of part objects.
-    Shapes are checked later, by `aitp.services.inputs.normalize_content`."""
+    Shapes are checked later, by `aitp.inputs.shapes.normalize_content`."""
     if isinstance(content, str):
         check_length(content, settings.max_part_chars, param)
         return
@@ -114,9 +109,9 @@ def check_message(
     content: str | Sequence[Any], attachments: Sequence[Any] | None, settings: Settings, param: str = ""
 ) -> None:
     """Every limit on a message to post: its content and the nesting of its attachments."""
-    check_content(content, settings, join(param, "content"))
+    check_content(content, settings, param_path(param, ["content"]))
     if attachments:
-        check_depth(list(attachments), settings.max_json_depth, join(param, "attachments"))
+        check_depth(list(attachments), settings.max_json_depth, param_path(param, ["attachments"]))
 
 
 def check_actor_count(count: int, settings: Settings, param: str) -> None:

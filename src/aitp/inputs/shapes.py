@@ -1,4 +1,5 @@
-"""Checks and normalisation of client input that pydantic types alone cannot express."""
+"""Shapes of client input that pydantic types alone cannot express: metadata (OpenAI's rules), message
+content (a string, strings or OpenAI parts, stored as OpenAI output parts) and attachments."""
 
 from __future__ import annotations
 

@@ -19,8 +19,10 @@ from aitp.api.web import WebMount
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.config import Settings
 from aitp.events.hub import Hub
+from aitp.gate import Gate
 from aitp.runtime import Runtime
 from aitp.services import registration, revocation
+from aitp.services.connections import stream_slots
 from aitp.shipped import shipped_directory
 from aitp.store import Store, open_store
 
@@ -47,7 +49,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         await runtime.hub.start()
         # streams of keys revoked by other processes end within PRINCIPAL_TTL
         revocations = asyncio.create_task(
-            revocation.watch(runtime.store, runtime.principals, runtime.stream_slots), name="aitp-revocation-watch"
+            revocation.watch(runtime.store, runtime.state(Gate).principals, runtime.state(stream_slots)),
+            name="aitp-revocation-watch",
         )
         try:
             yield

@@ -1,4 +1,4 @@
-"""API keys and the principal a request acts as.
+"""API keys, and resolving one to the principal a request acts as.
 
 A key belongs to one actor id, or is an admin key. Only a SHA-256 hash of each key is stored; keys
 are 256-bit random tokens, so a fast hash is enough (no password stretching needed).
@@ -9,31 +9,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from aitp.errors import Unauthenticated
+from aitp.principals import ADMIN_ACTOR, Principal, PrincipalCache
 from aitp.store.base import Store
 
-if TYPE_CHECKING:
-    from aitp.principals import PrincipalCache
-
 KEY_PREFIX = "aitp_"
-ADMIN_ACTOR = "admin"
-CAPABILITIES_WRITE = "capabilities:write"
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who a request acts as: an actor id, with admin rights or not."""
-
-    actor: str
-    admin: bool = False
-    key_id: str | None = None
-    scopes: frozenset[str] = field(default_factory=frozenset)
-
-    def can(self, scope: str) -> bool:
-        return self.admin or scope in self.scopes
 
 
 def generate_key() -> str:

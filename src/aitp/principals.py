@@ -1,4 +1,5 @@
-"""Recently authenticated keys, so a request does not read the store to learn who it acts as.
+"""Who a request acts as (`Principal`), and the recently authenticated keys (`PrincipalCache`), so a
+request does not read the store to learn who it acts as.
 
 A key found in the store is remembered for `PRINCIPAL_TTL` seconds; then the next request with it reads
 the store again. That is the bound on how long a key revoked by *another* process sharing the store
@@ -10,12 +11,27 @@ remembered keys is bounded (least recently used goes first), so a flood of keys 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
-from aitp.auth import Principal
 from aitp.recent import Recent
 
+ADMIN_ACTOR = "admin"  # the actor of the environment's admin key (AITP_ADMIN_KEY)
+CAPABILITIES_WRITE = "capabilities:write"  # the scope that may register capabilities
 PRINCIPAL_TTL = 1.0  # seconds: how long a key revoked elsewhere may still be accepted here
 MAX_PRINCIPALS = 10_000
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request acts as: an actor id, with admin rights or not."""
+
+    actor: str
+    admin: bool = False
+    key_id: str | None = None
+    scopes: frozenset[str] = field(default_factory=frozenset)
+
+    def can(self, scope: str) -> bool:
+        return self.admin or scope in self.scopes
 
 
 class PrincipalCache:

@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
-from aitp.auth import Principal
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion, version_text
+from aitp.principals import Principal
 from aitp.store.base import ActorRecord, EventRecord, KeyRecord, MessageRecord, ThreadRecord
 
 

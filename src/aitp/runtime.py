@@ -1,48 +1,40 @@
-"""What a service function needs: the store, the capability registry, the settings and the event hub."""
+"""What a service function needs: the store, the capability registry, the settings and the event hub.
+
+Modules that keep process state for an app (caches of what the store holds, counters) keep it in the
+runtime under their own builder (`Runtime.state`): the runtime names none of them, each is defined and
+sized where it is used, and every app in a process has its own.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, TypeVar
 
 from aitp.capabilities.registry import Registry
 from aitp.config import Settings
 from aitp.events.hub import Hub
-from aitp.principals import PrincipalCache
-from aitp.recent import Recent
-from aitp.services.connections import StreamSlots
-from aitp.services.rate_limit import RateLimiter
 from aitp.store.base import Store
 
-if TYPE_CHECKING:
-    from aitp.services.access import ThreadView
-
-# How long a thread's actors, read for posting a message, may be reused. A change to the thread's record
-# or actors made through this process forgets them at once; any write to the thread by another process,
-# when the event tailer sees it. (The append rechecks the author's membership in its own transaction.)
-VIEW_TTL = 1.0
-MAX_VIEWS = 10_000
+T = TypeVar("T")
 
 
-def _views() -> Recent[str, ThreadView]:
-    return Recent(VIEW_TTL, MAX_VIEWS)
-
-
-@dataclass
+@dataclass(eq=False)
 class Runtime:
     store: Store
     registry: Registry
     settings: Settings
     hub: Hub
-    registry_synced_at: float = float("-inf")  # time.monotonic() of the last registry sync with the store
-    rate_limiter: RateLimiter = field(default_factory=RateLimiter)  # requests per key (this process)
-    stream_slots: StreamSlots = field(default_factory=StreamSlots)  # open live streams per key (this process)
-    principals: PrincipalCache = field(default_factory=PrincipalCache)  # authenticated keys (this process)
-    views: Recent[str, ThreadView] = field(default_factory=_views)  # threads with their actors (this process)
+    _state: dict[Callable[[Runtime], Any], Any] = field(default_factory=dict, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        self.hub.add_listener(self.views.forget)
+    def state(self, build: Callable[[Runtime], T]) -> T:
+        """What `build(self)` made for this runtime, made on its first use (e.g. `access.thread_views`)."""
+        try:
+            return self._state[build]  # type: ignore[no-any-return]
+        except KeyError:
+            made = self._state[build] = build(self)
+            return made
 
 
 def now() -> int:

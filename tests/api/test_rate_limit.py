@@ -23,6 +23,7 @@ import pytest
 import websockets
 
 from aitp.errors import RateLimited
+from aitp.gate import Gate
 from aitp.services.connections import CLOSE_TOO_MANY_REQUESTS
 from aitp.services.rate_limit import RateLimiter
 from aitp.testing import ServerProcess, start_server
@@ -47,7 +48,7 @@ class FakeClock:
 def clock(api: API) -> FakeClock:
     """The app's rate limiter, driven by a fake clock."""
     clock = FakeClock()
-    api._app.state.runtime.rate_limiter = RateLimiter(clock=clock)
+    api._app.state.runtime.state(Gate).limiter = RateLimiter(clock=clock)
     return clock
 
 

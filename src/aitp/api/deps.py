@@ -11,10 +11,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.datastructures import Headers
 from starlette.types import Scope
 
-from aitp.auth import Principal, authenticate, bearer_token
+from aitp.auth import bearer_token
 from aitp.errors import PermissionDenied
+from aitp.gate import Gate
+from aitp.principals import Principal
 from aitp.runtime import Runtime
-from aitp.services.rate_limit import count_request
 
 # Declares the scheme in the OpenAPI document; the header itself is parsed by `bearer_token`.
 _bearer = HTTPBearer(auto_error=False, description="An aitp API key: `Authorization: Bearer aitp_...`")
@@ -34,8 +35,7 @@ async def principal_of(scope: Scope, runtime: Runtime) -> Principal:
     principal: Principal | None = scope.get(PRINCIPAL_SCOPE_KEY)
     if principal is None:
         token = bearer_token(Headers(scope=scope).get("authorization"))
-        principal = await authenticate(runtime.store, token, runtime.settings.admin_key, runtime.principals)
-        count_request(runtime, principal)  # per key, admin keys too: 429 with Retry-After when over
+        principal = await runtime.state(Gate).admit(token)
         scope[PRINCIPAL_SCOPE_KEY] = principal
     return principal
 

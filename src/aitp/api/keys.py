@@ -8,8 +8,10 @@ from aitp.api.deps import AdminDep, RuntimeDep
 from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
 from aitp.api.responses import FastJSONResponse
+from aitp.gate import Gate
 from aitp.models import ApiKeyList, CreatedApiKey, CreateKeyRequest, DeletedObject
 from aitp.services import keys
+from aitp.services.connections import stream_slots
 
 router = APIRouter(prefix="/v1", tags=["keys"], route_class=DirectRoute)
 
@@ -36,4 +38,5 @@ async def list_keys(rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
     summary="Revoke an API key",
 )
 async def revoke_key(key_id: str, rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
-    return FastJSONResponse(await keys.revoke_key(rt.store, key_id, rt.principals, rt.stream_slots))
+    revoked = await keys.revoke_key(rt.store, key_id, rt.state(Gate).principals, rt.state(stream_slots))
+    return FastJSONResponse(revoked)

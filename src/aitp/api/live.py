@@ -30,7 +30,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from aitp.api.errors import validation_error
-from aitp.auth import Principal, authenticate, bearer_token
+from aitp.auth import bearer_token
 from aitp.errors import APIError, InvalidRequest, Unauthenticated
 from aitp.events.stream import (
     CLOSE_NOT_FOUND,
@@ -40,11 +40,12 @@ from aitp.events.stream import (
     Frame,
     Overflow,
 )
+from aitp.gate import Gate
 from aitp.inputs.strict_json import INT64_MAX, parse_json
+from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services import revocation
-from aitp.services.connections import close_code
-from aitp.services.rate_limit import count_request
+from aitp.services.connections import close_code, stream_slots
 
 log = logging.getLogger(__name__)
 
@@ -141,9 +142,7 @@ def _websocket_token(websocket: WebSocket) -> str:
 async def _websocket_principal(websocket: WebSocket, rt: Runtime) -> Principal | None:
     """Authenticate the connect; None if refused (the socket is then closed)."""
     try:
-        principal = await authenticate(rt.store, _websocket_token(websocket), rt.settings.admin_key, rt.principals)
-        count_request(rt, principal)  # a connect counts as a request of its key (4429 when over)
-        return principal
+        return await rt.state(Gate).admit(_websocket_token(websocket))  # a connect counts as a request
     except APIError as error:
         await websocket.close(close_code(error, CLOSE_UNAUTHENTICATED), reason=error.message[:120])
         return None
@@ -171,10 +170,10 @@ async def serve_websocket(
         # Each post authenticates its key again, as an HTTP request would: a revoked key posts nothing more
         # (401), and its streams here end at once (4401).
         try:
-            current = await authenticate(rt.store, _websocket_token(websocket), rt.settings.admin_key, rt.principals)
+            current = await rt.state(Gate).admit(_websocket_token(websocket))
         except Unauthenticated:
             if principal.key_id is not None:
-                revocation.key_revoked(principal.key_id, rt.principals, rt.stream_slots)
+                revocation.key_revoked(principal.key_id, rt.state(Gate).principals, rt.state(stream_slots))
             raise
         return await post(current, frame)
 

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from aitp.auth import Principal
 from aitp.capabilities.negotiate import ActorDeclarations, resolve_all
 from aitp.capabilities.registry import Registry
 from aitp.errors import InvalidRequest, PermissionDenied, thread_not_found
+from aitp.principals import Principal
+from aitp.recent import Recent
 from aitp.runtime import Runtime
 from aitp.store.base import ActorRecord, ThreadRecord
+
+# How long a thread's actors, read for posting a message, may be reused. A change to the thread's record
+# or actors made through this process forgets them at once; any write to the thread by another process,
+# when the event tailer sees it. (The append rechecks the author's membership in its own transaction.)
+VIEW_TTL = 1.0
+MAX_VIEWS = 10_000
 
 
 @dataclass
@@ -30,14 +37,22 @@ class ThreadView:
         return self._declarations[1]
 
 
+def thread_views(rt: Runtime) -> Recent[str, ThreadView]:
+    """This process's recently read threads (`rt.state(thread_views)`), each forgotten when the hub says
+    its record or actors may have changed."""
+    views: Recent[str, ThreadView] = Recent(VIEW_TTL, MAX_VIEWS)
+    rt.hub.add_listener(views.forget)
+    return views
+
+
 async def readable_thread(rt: Runtime, principal: Principal, thread_id: str, *, recent: bool = False) -> ThreadView:
     """The thread if the principal is a member (or admin); 404 otherwise.
 
-    `recent`: a view read up to `runtime.VIEW_TTL` ago will do, unless the thread changed since (then this
+    `recent`: a view read up to `VIEW_TTL` ago will do, unless the thread changed since (then this
     process forgot it: at once for its own writes, within the event tailer's delay for other processes').
     The view is shared by the requests that reuse it: read it, never change it."""
     if recent:
-        view = await rt.views.get(thread_id, lambda: _load_view(rt, thread_id))
+        view = await rt.state(thread_views).get(thread_id, lambda: _load_view(rt, thread_id))
     else:
         view = await _load_view(rt, thread_id)
     if view is None:

@@ -8,10 +8,10 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from aitp import render
-from aitp.auth import Principal
 from aitp.capabilities.negotiate import negotiate
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion
 from aitp.errors import NotFound
+from aitp.principals import Principal
 from aitp.runtime import Runtime, now
 from aitp.services.access import readable_thread
 from aitp.services.registration import retry_after_sync

@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from aitp.auth import Principal
 from aitp.errors import APIError, RateLimited
 from aitp.events.stream import EventStream
+from aitp.principals import Principal
+from aitp.runtime import Runtime
 from aitp.services.rate_limit import key_of
 
 CLOSE_TOO_MANY_REQUESTS = 4429  # WebSocket close code: too many open streams, or too many requests, for the key
@@ -74,3 +75,8 @@ class StreamSlots:
         for stream in list(held.streams):
             stream.end(reason, code)
         return len(held.streams)
+
+
+def stream_slots(rt: Runtime) -> StreamSlots:
+    """The app's open streams by key (`rt.state(stream_slots)`)."""
+    return StreamSlots()

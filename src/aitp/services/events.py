@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aitp import render
-from aitp.auth import Principal
+from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services.access import readable_thread
 from aitp.services.paging import log_page

@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from aitp.auth import ADMIN_ACTOR, Principal
 from aitp.errors import APIError, Conflict, InvalidRequest, Unprocessable
+from aitp.principals import ADMIN_ACTOR, Principal
 from aitp.runtime import Runtime
 from aitp.store.base import IdempotencyRecord
 

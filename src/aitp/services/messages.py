@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from aitp import render
-from aitp.auth import Principal
 from aitp.capabilities.correlate import Correlation, correlate
 from aitp.capabilities.messages import CapabilityNotSupported, CapabilityPart, check_parts
 from aitp.errors import InvalidRequest, PermissionDenied, message_not_found, param_path, thread_not_found
@@ -13,6 +12,7 @@ from aitp.ids import new_id
 from aitp.inputs import limits
 from aitp.inputs.shapes import check_attachments, check_metadata, normalize_content
 from aitp.models import CreateMessageRequest, MessageRefusal, ModifyMessageRequest
+from aitp.principals import Principal
 from aitp.runtime import Runtime, now
 from aitp.services.access import ThreadView, acting_actor, readable_thread
 from aitp.services.paging import cursor_page

@@ -11,13 +11,9 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from aitp.auth import Principal
 from aitp.errors import RateLimited
-
-if TYPE_CHECKING:
-    from aitp.runtime import Runtime
+from aitp.principals import Principal
 
 Clock = Callable[[], float]
 
@@ -49,11 +45,6 @@ class TokenBucket:
 def key_of(principal: Principal) -> str:
     """What a limit counts against: the API key (the environment's admin key has no id of its own)."""
     return principal.key_id or f"{principal.actor}:env-admin-key"
-
-
-def count_request(rt: Runtime, principal: Principal) -> None:
-    """Count one request (an HTTP call, a WebSocket connect or a post over it) against the caller's key."""
-    rt.rate_limiter.check(key_of(principal), rt.settings.rate_limit, rt.settings.rate_burst)
 
 
 class RateLimiter:

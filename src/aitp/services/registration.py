@@ -18,21 +18,18 @@ import asyncio
 import json
 import logging
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from packaging.version import Version
 
 from aitp import render
-from aitp.auth import CAPABILITIES_WRITE, Principal
 from aitp.capabilities import trial
 from aitp.capabilities.compat import breaking_changes
 from aitp.capabilities.registry import (
     AliasRefused,
     CapabilityRef,
     CompiledVersion,
-    Registry,
     SchemaRejected,
     SchemaTooComplex,
     compile_version,
@@ -42,6 +39,7 @@ from aitp.config import Settings
 from aitp.errors import APIError, Conflict, InvalidRequest, PermissionDenied, Unprocessable, pointer_param
 from aitp.inputs import limits
 from aitp.models import RegisterCapabilityRequest
+from aitp.principals import CAPABILITIES_WRITE, Principal
 from aitp.runtime import Runtime, now
 from aitp.store.base import CapabilityVersionRecord
 
@@ -55,6 +53,14 @@ REGISTRY_MISS_CODES = frozenset({"unknown_capability", "capability_not_found", "
 T = TypeVar("T")
 
 
+class _Syncs:
+    """This process's registry syncs with the store (`rt.state(_Syncs)`)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.last = float("-inf")  # time.monotonic() of the last sync
+        self.registering = asyncio.Lock()  # one registration at a time in this process
+
+
 async def sync_registry(rt: Runtime) -> int:
     """Add every stored registration this instance's registry lacks; returns how many were added.
 
@@ -62,7 +68,7 @@ async def sync_registry(rt: Runtime) -> int:
     loaded, for whatever reason, is logged and set aside (not tried again while its content is the same):
     it never stops the others, nor the server's start.
     """
-    rt.registry_synced_at = time.monotonic()
+    rt.state(_Syncs).last = time.monotonic()
     fresh: list[tuple[CapabilityRef, CapabilityVersionRecord]] = []
     for record in await rt.store.list_capability_versions():
         try:
@@ -100,7 +106,7 @@ async def sync_registry(rt: Runtime) -> int:
 
 async def sync_on_miss(rt: Runtime) -> bool:
     """After a registry lookup missed: sync (at most once per interval); True if anything was added."""
-    if time.monotonic() - rt.registry_synced_at < MISS_SYNC_INTERVAL:
+    if time.monotonic() - rt.state(_Syncs).last < MISS_SYNC_INTERVAL:
         return False
     return await sync_registry(rt) > 0
 
@@ -129,18 +135,8 @@ async def register_capability(
         limits.check_depth(example, rt.settings.max_json_depth, f"examples[{i}]")
     # one registration at a time in this process: checking takes a trial compile (the event loop serves others
     # meanwhile), and a version must be checked against the neighbours as they will be when it is installed
-    async with _registration_lock(rt):
+    async with rt.state(_Syncs).registering:
         return await _register(rt, principal, body)
-
-
-_locks: weakref.WeakKeyDictionary[Registry, asyncio.Lock] = weakref.WeakKeyDictionary()
-
-
-def _registration_lock(rt: Runtime) -> asyncio.Lock:
-    lock = _locks.get(rt.registry)
-    if lock is None:
-        lock = _locks[rt.registry] = asyncio.Lock()
-    return lock
 
 
 async def _register(rt: Runtime, principal: Principal, body: RegisterCapabilityRequest) -> tuple[dict[str, Any], bool]:

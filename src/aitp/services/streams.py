@@ -7,15 +7,15 @@ from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
 
 from aitp import memory, render
-from aitp.auth import Principal
 from aitp.errors import InvalidRequest
 from aitp.events.stream import EventStream, Reader
 from aitp.models import CreateMessageRequest
+from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services import idempotency, messages
 from aitp.services.access import readable_thread
+from aitp.services.connections import stream_slots
 from aitp.services.paging import log_page
-from aitp.services.rate_limit import count_request
 from aitp.store.base import EventRecord
 
 
@@ -74,7 +74,7 @@ async def inbox_stream(rt: Runtime, principal: Principal, after: int) -> AsyncIt
 def _slot(rt: Runtime, principal: Principal, stream: EventStream) -> AbstractContextManager[None]:
     """One of the caller's key's open-stream slots, held by `stream` while it is open (429 if none is free);
     revoking the key ends it."""
-    return rt.stream_slots.hold(principal, rt.settings.max_streams_per_key, stream)
+    return rt.state(stream_slots).hold(principal, rt.settings.max_streams_per_key, stream)
 
 
 def _inbox_reader(rt: Runtime, principal: Principal) -> Reader:
@@ -93,7 +93,6 @@ async def post_frame(rt: Runtime, principal: Principal, frame: dict[str, Any], t
     """A `{"op": "post", "message": {...}}` frame: the same rules as POST /v1/threads/{id}/messages.
     On the inbox socket the frame names its thread (`thread_id`); an `idempotency_key` makes it safe to
     send again after a reconnect, as the `Idempotency-Key` header does over HTTP."""
-    count_request(rt, principal)  # a post over the socket counts like a POST over HTTP
     if not isinstance(thread_id, str):
         raise InvalidRequest("On the inbox socket a post names its thread: 'thread_id'.", param="thread_id")
     body = CreateMessageRequest.model_validate(frame["message"])

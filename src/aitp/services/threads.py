@@ -9,7 +9,6 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from aitp import render
-from aitp.auth import Principal
 from aitp.capabilities.correlate import Correlation, correlate
 from aitp.capabilities.declarations import normalize_declaration
 from aitp.errors import InvalidRequest, NotFound, PermissionDenied, most_specific_error, param_of, thread_not_found
@@ -17,6 +16,7 @@ from aitp.ids import new_id
 from aitp.inputs import limits
 from aitp.inputs.shapes import check_metadata
 from aitp.models import ActorInput, CreateMessageRequest, CreateThreadRequest, ModifyThreadRequest
+from aitp.principals import Principal
 from aitp.runtime import Runtime, now
 from aitp.services import messages as message_service
 from aitp.services.access import ThreadView, readable_thread

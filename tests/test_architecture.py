@@ -1,0 +1,127 @@
+"""The shape of the code, read from the source with `ast` (nothing is imported or run).
+
+- No import cycles between the modules of src/aitp, imports under `if TYPE_CHECKING:` and inside
+  functions included: a module can be read (and tested) knowing only what is below it.
+- No module outside `aitp.store` imports a store backend (`aitp.store.sqlite`, `aitp.store.mongo`): the
+  rest of the code sees the store's interface only, and `aitp.store.open_store` picks the backend.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "aitp"
+BACKENDS = ("aitp.store.sqlite", "aitp.store.mongo")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name."""
+    return {module_name(path): path for path in sorted((SRC / PACKAGE).rglob("*.py"))}
+
+
+def resolve(name: str) -> str | None:
+    """The package module `name` refers to: itself, or the package or module that holds it (an imported
+    function or class); None outside the package."""
+    known = modules()
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+@cache
+def imports_of(module: str) -> frozenset[str]:
+    """The package modules `module` imports, wherever the import statement is."""
+    path = modules()[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            # `from a import b` imports a.b when b is a module, else something a defines
+            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for name in names:
+            target = resolve(name) if name.split(".")[0] == PACKAGE else None
+            if target is not None and target != module:
+                found.add(target)
+    return frozenset(found)
+
+
+def graph() -> dict[str, frozenset[str]]:
+    return {module: imports_of(module) for module in modules()}
+
+
+def cycles(edges: dict[str, frozenset[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(edges.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_the_graph_is_read_from_the_source() -> None:
+    """A guard on the reader: imports of every kind are found, and resolved to modules."""
+    edges = graph()
+    assert "aitp.app" in edges and "aitp.store.base" in edges
+    assert "aitp.store.base" in edges["aitp.store"]  # `from aitp.store.base import ...` in a package
+    assert "aitp.config" in edges["aitp.app"]  # a class imported from a module
+    assert cycles({"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"}), "d": frozenset({"a"})}) == [
+        ["a", "b", "c"]
+    ]
+
+
+def test_no_module_imports_itself_back() -> None:
+    assert cycles(graph()) == []
+
+
+def test_only_the_store_package_imports_a_store_backend() -> None:
+    importers = {
+        module: sorted(target for target in targets if target.startswith(BACKENDS))
+        for module, targets in graph().items()
+        if not module.startswith("aitp.store")
+    }
+    assert {module: backends for module, backends in importers.items() if backends} == {}

@@ -1,8 +1,9 @@
-"""The store interface both backends implement, and the records that cross it.
+"""The store's interface: `Store`, whose rules for a thread's life are written here once, over the
+transaction primitives each backend implements (`Tx`, transaction.py).
 
-Records are plain dataclasses: no backend idea (ObjectId, SQL rows) leaks past `store/`, and no
-wire shape (OpenAI objects) leaks in. Every mutation writes its change and its event(s) atomically,
-assigning the thread's next event sequence number.
+Every mutation writes its change and its event(s) atomically, assigning the thread's next event sequence
+number. Every event also gets an audience: the thread's members after the change, plus an actor the
+change removed (so it hears of its removal) and, for a deletion, everyone who was a member.
 """
 
 from __future__ import annotations
@@ -10,123 +11,57 @@ from __future__ import annotations
 import abc
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
-Order = Literal["asc", "desc"]
+from aitp.store.records import (
+    ActorEventRenderer,
+    ActorRecord,
+    AuthorNotMember,
+    CapabilityRef,
+    CommitListener,
+    DuplicateRef,
+    EventRecord,
+    MembershipFollowUp,
+    MessageEventRenderer,
+    MessageRecord,
+    NewEvent,
+    Order,
+    Page,
+    RefRelease,
+    ThreadEventRenderer,
+    ThreadRecord,
+    TooManyActors,
+)
+from aitp.store.transaction import Body, Tx
 
+# The records are part of the interface: importers name them through this module.
+__all__ = [
+    "ActorEventRenderer",
+    "ActorRecord",
+    "AuthorNotMember",
+    "CapabilityRef",
+    "CapabilityVersionRecord",
+    "CommitListener",
+    "DuplicateRef",
+    "EventRecord",
+    "IdempotencyRecord",
+    "KeyRecord",
+    "MembershipFollowUp",
+    "MessageEventRenderer",
+    "MessageRecord",
+    "NewEvent",
+    "Order",
+    "Page",
+    "RefRelease",
+    "Store",
+    "ThreadEventRenderer",
+    "ThreadRecord",
+    "TooManyActors",
+]
 
-@dataclass
-class ThreadRecord:
-    id: str
-    created_at: int
-    creator: str
-    metadata: dict[str, str] = field(default_factory=dict)
-    parent_id: str | None = None
-    tool_resources: dict[str, Any] | None = None
-    last_seq: int = 0
-
-
-@dataclass
-class ActorRecord:
-    thread_id: str
-    id: str
-    capabilities: list[dict[str, Any]] = field(default_factory=list)
-    client_id: str | None = None
-    joined_at: int = 0
-
-
-@dataclass
-class MessageRecord:
-    id: str
-    thread_id: str
-    created_at: int
-    actor: str
-    role: str
-    content: list[dict[str, Any]]
-    attachments: list[dict[str, Any]] = field(default_factory=list)
-    metadata: dict[str, str] = field(default_factory=dict)
-    aitp: list[dict[str, Any] | None] | None = None  # per content part; None for plain parts
-    seq: int = 0  # assigned by the store: the seq of the message's creation event
-
-
-@dataclass
-class CapabilityRef:
-    """A request (`request_decision`, `request_data`, `quote`) or an answer to one, indexed by request id.
-
-    (thread_id, kind, ref_id) is unique: a request id is used once per thread, and an answer kind
-    (`decision`, `data`, a quote's `payment`) holds one answer per request, which makes "answered at most
-    once" atomic. A lifecycle that moves on (a failed payment freeing its quote) releases the answer it
-    replaces in the same append (`RefRelease`).
-    """
-
-    thread_id: str
-    kind: str
-    ref_id: str
-    message_id: str
-    actor: str
-    body: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class RefRelease:
-    """Drop the ref (thread_id, kind, ref_id) that message `message_id` wrote, in the append that moves its
-    request on; if that ref is gone or another message's, the append raises DuplicateRef (someone moved
-    the request first) and writes nothing."""
-
-    thread_id: str
-    kind: str
-    ref_id: str
-    message_id: str
-
-
-class DuplicateRef(Exception):
-    """An append would store a second ref with the same (thread, kind, ref_id), or release one that another
-    append has replaced or released meanwhile."""
-
-    def __init__(self, kind: str, ref_id: str) -> None:
-        super().__init__(f"{kind} {ref_id!r} exists")
-        self.kind = kind
-        self.ref_id = ref_id
-
-
-class AuthorNotMember(Exception):
-    """An append whose author is not (or no longer) an actor of the thread."""
-
-    def __init__(self, actor: str) -> None:
-        super().__init__(f"{actor!r} is not an actor of the thread")
-        self.actor = actor
-
-
-class TooManyActors(Exception):
-    """A join would give the thread more than `limit` actors (the store counts them in the join's transaction)."""
-
-    def __init__(self, limit: int, count: int) -> None:
-        super().__init__(f"a thread may have at most {limit} actors; this join would make {count}")
-        self.limit = limit
-        self.count = count
-
-
-@dataclass
-class NewEvent:
-    """An event to append; the store gives it the thread's next seq."""
-
-    type: str
-    data: dict[str, Any]
-    created_at: int
-
-
-@dataclass
-class EventRecord:
-    thread_id: str
-    seq: int
-    type: str
-    created_at: int
-    data: dict[str, Any]
-    # Position in the store-wide event log: assigned in commit order, so "every event after gid N" is a
-    # gap-free cursor across threads (the actor inbox stream resumes from it).
-    gid: int = field(default=0, compare=False)
+T = TypeVar("T")
 
 
 @dataclass
@@ -197,24 +132,11 @@ class IdempotencyRecord:
         return self.expires_at <= now or (self.pending and self.created_at <= now - pending_timeout)
 
 
-ThreadEventRenderer = Callable[[ThreadRecord, list[ActorRecord]], NewEvent]
-ActorEventRenderer = Callable[[ActorRecord, bool], NewEvent]  # (actor, newly joined)
-MessageEventRenderer = Callable[[MessageRecord], NewEvent]
-# Called with the thread's actors before and after a membership change; may add one more event
-# (e.g. the capability negotiation changed) to the same atomic write.
-MembershipFollowUp = Callable[[list[ActorRecord], list[ActorRecord]], NewEvent | None]
-
-
-# called after a write to a thread committed: (thread id, whether the thread's record or actors changed,
-# not only its messages)
-CommitListener = Callable[[str, bool], None]
-
-
 class Store(abc.ABC):
     """Persistence for threads, actors, messages, the per-thread event log and API keys.
 
-    Every event also gets an audience: the thread's members after the change, plus an actor the change
-    removed (so it hears of its removal) and, for a deletion, everyone who was a member.
+    The mutations of threads are rules written here, each as one transaction body over `Tx`; a backend
+    provides `transaction` (how a body runs atomically), the `Tx` primitives and the reads.
     """
 
     # Claims also delete expired idempotency records, at most once per this many seconds per store.
@@ -229,10 +151,6 @@ class Store(abc.ABC):
         thread; `thread_changed` is False when only its messages changed (not its record or its actors)."""
         self._commit_listeners.append(listener)
 
-    def _committed(self, thread_id: str, thread_changed: bool = True) -> None:
-        for listener in self._commit_listeners:
-            listener(thread_id, thread_changed)
-
     @abc.abstractmethod
     async def open(self) -> None:
         """Connect and create tables/indexes if missing. Idempotent."""
@@ -244,8 +162,27 @@ class Store(abc.ABC):
     async def exists(self) -> bool:
         """Whether this store was created before (opening it would not create it); callable before `open`."""
 
-    # threads
+    # transactions
+
     @abc.abstractmethod
+    async def transaction(self, body: Body[T], *, shared: bool = False, large: bool = False) -> T:
+        """Run `body` on a `Tx` in one transaction and commit it: all of its writes, or none if it raises.
+
+        `shared`: the write may share its commit with others that arrive at the same moment (each still all
+        or nothing). `large`: its size is unbounded (e.g. a whole thread's log), so it must not hold up
+        the event loop."""
+
+    async def _commit(
+        self, thread_id: str, body: Body[T], *, thread_changed: bool = True, shared: bool = False, large: bool = False
+    ) -> T:
+        """A write to a thread, then the commit listeners told about it."""
+        result = await self.transaction(body, shared=shared, large=large)
+        for listener in self._commit_listeners:
+            listener(thread_id, thread_changed)
+        return result
+
+    # threads
+
     async def create_thread(
         self,
         thread: ThreadRecord,
@@ -257,43 +194,46 @@ class Store(abc.ABC):
         """Insert a thread, its actors, first messages and their capability refs; events get seq
         1, 2, ... in order. Raises DuplicateRef, writing nothing, on a repeated ref."""
 
-    @abc.abstractmethod
-    async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...
+        async def body(tx: Tx) -> list[EventRecord]:
+            await tx.insert_thread(thread, actors)
+            await _insert_refs(tx, refs)
+            events = [await tx.append_event(thread.id, created)]
+            for message, event in messages:
+                events.append(await _append_message(tx, message, event))
+            thread.last_seq = events[-1].seq
+            return events
 
-    @abc.abstractmethod
+        return await self._commit(thread.id, body)
+
     async def update_thread(
         self, thread_id: str, changes: dict[str, Any], render: ThreadEventRenderer
     ) -> tuple[ThreadRecord, EventRecord] | None:
         """Set `metadata` and/or `tool_resources`; `render` builds the event from the state after the write."""
 
-    @abc.abstractmethod
+        async def body(tx: Tx) -> tuple[ThreadRecord, EventRecord] | None:
+            thread = await tx.update_thread(thread_id, changes)
+            if thread is None:
+                return None
+            event = await tx.append_event(thread_id, render(thread, await tx.actors(thread_id)))
+            thread.last_seq = event.seq
+            return thread, event
+
+        return await self._commit(thread_id, body)
+
     async def delete_thread(self, thread_id: str, event: NewEvent) -> EventRecord | None:
         """Delete a thread's messages, actors and earlier events, keeping one final event."""
 
-    @abc.abstractmethod
-    async def list_threads(
-        self,
-        actor_id: str | None,
-        *,
-        limit: int,
-        order: Order,
-        after: str | None = None,
-        before: str | None = None,
-    ) -> list[ThreadRecord]:
-        """Threads ordered by id (ids sort by creation); `actor_id=None` lists every thread."""
+        async def body(tx: Tx) -> EventRecord | None:
+            if not await tx.thread_is_live(thread_id):
+                return None
+            members = [a.id for a in await tx.actors(thread_id)]
+            await tx.clear_thread(thread_id)
+            return await tx.append_event(thread_id, event, also=members)
+
+        return await self._commit(thread_id, body, large=True)  # a thread's whole log
 
     # actors
-    @abc.abstractmethod
-    async def list_actors(self, thread_id: str) -> list[ActorRecord]:
-        """A thread's actors in the order they joined."""
 
-    async def get_thread_with_actors(self, thread_id: str) -> tuple[ThreadRecord, list[ActorRecord]] | None:
-        """The thread and its actors (in the order they joined), or None if no thread: what most requests
-        read first. A backend overrides this to read both in one trip to the database."""
-        thread = await self.get_thread(thread_id)
-        return None if thread is None else (thread, await self.list_actors(thread_id))
-
-    @abc.abstractmethod
     async def put_actor(
         self,
         actor: ActorRecord,
@@ -309,14 +249,45 @@ class Store(abc.ABC):
         writing nothing: counted in the same transaction as the insert, so concurrent joins (through any
         process sharing the store) never exceed it. Updating a member is never refused."""
 
-    @abc.abstractmethod
+        async def body(tx: Tx) -> tuple[ActorRecord, EventRecord] | None:
+            if not await tx.thread_is_live(actor.thread_id):
+                return None
+            before = await tx.actors(actor.thread_id)
+            existing = next((a for a in before if a.id == actor.id), None)
+            if existing is not None:
+                await tx.update_actor(actor)
+                stored = replace(actor, joined_at=existing.joined_at)
+            elif await tx.take_seat(actor.thread_id, len(before), max_actors):
+                await tx.insert_actor(actor)
+                stored = actor
+            else:
+                raise TooManyActors(max_actors or 0, len(before) + 1)
+            event = await tx.append_event(actor.thread_id, render(stored, existing is None))
+            await _follow_up(tx, actor.thread_id, follow_up, before)
+            return stored, event
+
+        return await self._commit(actor.thread_id, body)
+
     async def remove_actor(
         self, thread_id: str, actor_id: str, event: NewEvent, follow_up: MembershipFollowUp | None = None
     ) -> EventRecord | None:
         """Remove a member; None if it was not one. A follow-up event, if any, gets the next seq."""
 
+        async def body(tx: Tx) -> EventRecord | None:
+            if not await tx.thread_is_live(thread_id):
+                return None
+            before = await tx.actors(thread_id)
+            if not await tx.delete_actor(thread_id, actor_id):
+                return None
+            await tx.free_seat(thread_id, len(before) - 1)
+            stored = await tx.append_event(thread_id, event, also=(actor_id,))
+            await _follow_up(tx, thread_id, follow_up, before)
+            return stored
+
+        return await self._commit(thread_id, body)
+
     # messages
-    @abc.abstractmethod
+
     async def append_message(
         self,
         message: MessageRecord,
@@ -330,13 +301,88 @@ class Store(abc.ABC):
         AuthorNotMember, writing nothing, if `message.actor` is not an actor of the thread (checked in the
         same transaction: the service may have validated the message against actors read earlier)."""
 
+        async def body(tx: Tx) -> EventRecord | None:
+            if not await tx.thread_is_live(message.thread_id):
+                return None
+            if not await tx.is_member(message.thread_id, message.actor):
+                raise AuthorNotMember(message.actor)
+            for release in releases:
+                if not await tx.release_ref(release):
+                    raise DuplicateRef(release.kind, release.ref_id)
+            await _insert_refs(tx, refs)
+            return await _append_message(tx, message, event)
+
+        # appends are the most frequent write: they may share a commit (SQLite's group commit)
+        return await self._commit(message.thread_id, body, thread_changed=False, shared=True)
+
+    async def update_message_metadata(
+        self, thread_id: str, message_id: str, metadata: dict[str, str], render: MessageEventRenderer
+    ) -> tuple[MessageRecord, EventRecord] | None:
+        async def body(tx: Tx) -> tuple[MessageRecord, EventRecord] | None:
+            if not await tx.thread_is_live(thread_id):
+                return None
+            message = await tx.set_message_metadata(thread_id, message_id, metadata)
+            if message is None:
+                return None
+            return message, await tx.append_event(thread_id, render(message))
+
+        return await self._commit(thread_id, body, thread_changed=False)
+
+    async def delete_message(self, thread_id: str, message_id: str, event: NewEvent) -> EventRecord | None:
+        async def body(tx: Tx) -> EventRecord | None:
+            if not await tx.thread_is_live(thread_id) or not await tx.delete_message(thread_id, message_id):
+                return None
+            # A deleted request can no longer be answered; a deleted answer frees its request.
+            await tx.delete_refs_of(message_id)
+            return await tx.append_event(thread_id, event)
+
+        return await self._commit(thread_id, body, thread_changed=False)
+
+    # events
+
+    async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord | None:
+        """Log an event that comes with no stored change (e.g. a refused message); None if no thread."""
+
+        async def body(tx: Tx) -> EventRecord | None:
+            return await tx.append_event(thread_id, event) if await tx.thread_is_live(thread_id) else None
+
+        return await self._commit(thread_id, body, thread_changed=False)
+
+    # reads
+
+    @abc.abstractmethod
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...
+
+    @abc.abstractmethod
+    async def get_thread_with_actors(self, thread_id: str) -> tuple[ThreadRecord, list[ActorRecord]] | None:
+        """The thread and its actors (in the order they joined), or None if no thread: what most requests
+        read first, in one trip to the database where the backend can."""
+
+    async def list_threads(
+        self,
+        actor_id: str | None,
+        *,
+        limit: int,
+        order: Order,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> list[ThreadRecord]:
+        """Threads ordered by id (ids sort by creation); `actor_id=None` lists every thread."""
+        return await self._list_threads(actor_id, Page(limit, order, after, before))
+
+    @abc.abstractmethod
+    async def _list_threads(self, actor_id: str | None, page: Page[str]) -> list[ThreadRecord]: ...
+
+    @abc.abstractmethod
+    async def list_actors(self, thread_id: str) -> list[ActorRecord]:
+        """A thread's actors in the order they joined."""
+
     @abc.abstractmethod
     async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None: ...
 
     @abc.abstractmethod
     async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None: ...
 
-    @abc.abstractmethod
     async def list_messages(
         self,
         thread_id: str,
@@ -345,20 +391,11 @@ class Store(abc.ABC):
         order: Order,
         after_seq: int | None = None,
         before_seq: int | None = None,
-    ) -> list[MessageRecord]: ...
+    ) -> list[MessageRecord]:
+        return await self._list_messages(thread_id, Page(limit, order, after_seq, before_seq))
 
     @abc.abstractmethod
-    async def update_message_metadata(
-        self, thread_id: str, message_id: str, metadata: dict[str, str], render: MessageEventRenderer
-    ) -> tuple[MessageRecord, EventRecord] | None: ...
-
-    @abc.abstractmethod
-    async def delete_message(self, thread_id: str, message_id: str, event: NewEvent) -> EventRecord | None: ...
-
-    # events
-    @abc.abstractmethod
-    async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord | None:
-        """Log an event that comes with no stored change (e.g. a refused message); None if no thread."""
+    async def _list_messages(self, thread_id: str, page: Page[int]) -> list[MessageRecord]: ...
 
     @abc.abstractmethod
     async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
@@ -462,3 +499,24 @@ class Store(abc.ABC):
             return False
         self._idempotency_purge_due = now + self.IDEMPOTENCY_PURGE_INTERVAL
         return True
+
+
+async def _insert_refs(tx: Tx, refs: Sequence[CapabilityRef]) -> None:
+    for ref in refs:
+        if not await tx.insert_ref(ref):
+            raise DuplicateRef(ref.kind, ref.ref_id)
+
+
+async def _append_message(tx: Tx, message: MessageRecord, event: NewEvent) -> EventRecord:
+    """The message under its event's seq."""
+    stored = await tx.append_event(message.thread_id, event)
+    message.seq = stored.seq
+    await tx.insert_message(message)
+    return stored
+
+
+async def _follow_up(tx: Tx, thread_id: str, follow_up: MembershipFollowUp | None, before: list[ActorRecord]) -> None:
+    if follow_up is not None:
+        extra = follow_up(before, await tx.actors(thread_id))
+        if extra is not None:
+            await tx.append_event(thread_id, extra)

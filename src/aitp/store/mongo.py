@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -22,28 +22,22 @@ from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 from aitp.store.base import (
-    ActorEventRenderer,
     ActorRecord,
-    AuthorNotMember,
     CapabilityRef,
     CapabilityVersionRecord,
-    DuplicateRef,
     EventRecord,
     IdempotencyRecord,
     KeyRecord,
-    MembershipFollowUp,
-    MessageEventRenderer,
     MessageRecord,
     NewEvent,
-    Order,
+    Page,
     RefRelease,
     Store,
-    ThreadEventRenderer,
     ThreadRecord,
-    TooManyActors,
     capability_version_document,
     capability_version_from_document,
 )
+from aitp.store.transaction import Body, Tx
 
 T = TypeVar("T")
 Session = AsyncClientSession
@@ -180,6 +174,197 @@ def _idempotency(doc: dict[str, Any]) -> IdempotencyRecord:
 log = logging.getLogger(__name__)
 
 
+async def _actors(db: Any, thread_id: str, session: Session | None = None) -> list[ActorRecord]:
+    cursor = db.thread_actors.find({"thread_id": thread_id}, session=session).sort("position", ASCENDING)
+    return [_actor(d) async for d in cursor]
+
+
+def _ref_id(thread_id: str, kind: str, ref_id: str) -> str:
+    return f"{thread_id}|{kind}|{ref_id}"
+
+
+def _within(page: Page[Any]) -> dict[str, Any]:
+    """The filter that keeps a key strictly between the page's cursors."""
+    return {op: bound for op, bound in (("$gt", page.above), ("$lt", page.below)) if bound is not None}
+
+
+class MongoTx(Tx):
+    """The primitives in a session's transaction. Writers of one thread all update its document (`last_seq`),
+    so MongoDB fails all but one of concurrent writers with a write conflict, and they run again."""
+
+    __slots__ = ("db", "session")
+
+    def __init__(self, db: Any, session: Session) -> None:
+        self.db = db
+        self.session = session
+
+    async def insert_thread(self, thread: ThreadRecord, actors: Sequence[ActorRecord]) -> None:
+        await self.db.threads.insert_one(
+            {
+                "_id": thread.id,
+                "created_at": thread.created_at,
+                "creator": thread.creator,
+                "metadata": thread.metadata,
+                "parent_id": thread.parent_id,
+                "tool_resources": thread.tool_resources,
+                "last_seq": 0,
+                "deleted": False,
+                "actor_count": len(actors),
+            },
+            session=self.session,
+        )
+        if actors:
+            await self.db.thread_actors.insert_many(
+                [_actor_doc(a, i) for i, a in enumerate(actors)], session=self.session
+            )
+
+    async def thread_is_live(self, thread_id: str) -> bool:
+        live = {"_id": thread_id, "deleted": False}
+        return await self.db.threads.find_one(live, {"_id": 1}, session=self.session) is not None
+
+    async def update_thread(self, thread_id: str, changes: dict[str, Any]) -> ThreadRecord | None:
+        doc = await self.db.threads.find_one_and_update(
+            {"_id": thread_id, "deleted": False},
+            {"$set": {k: v for k, v in changes.items() if k in ("metadata", "tool_resources")}},
+            return_document=ReturnDocument.AFTER,
+            session=self.session,
+        )
+        return None if doc is None else _thread(doc)
+
+    async def clear_thread(self, thread_id: str) -> None:
+        tombstone = {"$set": {"deleted": True, "metadata": {}, "tool_resources": None}}
+        await self.db.threads.update_one({"_id": thread_id}, tombstone, session=self.session)
+        for name in ("messages", "thread_actors", "events", "capability_refs"):
+            await self.db[name].delete_many({"thread_id": thread_id}, session=self.session)
+
+    async def actors(self, thread_id: str) -> list[ActorRecord]:
+        return await _actors(self.db, thread_id, self.session)
+
+    async def is_member(self, thread_id: str, actor_id: str) -> bool:
+        member = {"thread_id": thread_id, "actor_id": actor_id}
+        return await self.db.thread_actors.find_one(member, {"_id": 1}, session=self.session) is not None
+
+    async def take_seat(self, thread_id: str, members: int, limit: int | None) -> bool:
+        """Counting the actor documents would not do: two transactions inserting different actors do not
+        conflict, so each could see the other's seat as free. Both update the thread's `actor_count`
+        instead, through a filter that matches only below the limit: MongoDB fails the second writer of
+        one document with a write conflict and `with_transaction` runs it again on the newer count."""
+        threads = self.db.threads
+        thread = await threads.find_one({"_id": thread_id}, {"actor_count": 1}, session=self.session)
+        if not isinstance(thread.get("actor_count"), int):  # stored before actors were counted: count them now
+            await threads.update_one({"_id": thread_id}, {"$set": {"actor_count": members}}, session=self.session)
+        guard: dict[str, Any] = {"_id": thread_id}
+        if limit is not None:
+            guard["actor_count"] = {"$lt": limit}
+        taken = await threads.update_one(guard, {"$inc": {"actor_count": 1}}, session=self.session)
+        return bool(taken.matched_count)
+
+    async def free_seat(self, thread_id: str, members: int) -> None:
+        await self.db.threads.update_one({"_id": thread_id}, {"$set": {"actor_count": members}}, session=self.session)
+
+    async def insert_actor(self, actor: ActorRecord) -> None:
+        members = self.db.thread_actors
+        last = await members.find_one(
+            {"thread_id": actor.thread_id}, sort=[("position", DESCENDING)], session=self.session
+        )
+        position = 0 if last is None else last["position"] + 1
+        await members.insert_one(_actor_doc(actor, position), session=self.session)
+
+    async def update_actor(self, actor: ActorRecord) -> None:
+        await self.db.thread_actors.update_one(
+            {"_id": f"{actor.thread_id}/{actor.id}"},
+            {"$set": {"client_id": actor.client_id, "capabilities": actor.capabilities}},
+            session=self.session,
+        )
+
+    async def delete_actor(self, thread_id: str, actor_id: str) -> bool:
+        result = await self.db.thread_actors.delete_one({"_id": f"{thread_id}/{actor_id}"}, session=self.session)
+        return result.deleted_count > 0
+
+    async def insert_message(self, message: MessageRecord) -> None:
+        await self.db.messages.insert_one(_message_doc(message), session=self.session)
+
+    async def set_message_metadata(
+        self, thread_id: str, message_id: str, metadata: dict[str, str]
+    ) -> MessageRecord | None:
+        doc = await self.db.messages.find_one_and_update(
+            {"_id": message_id, "thread_id": thread_id},
+            {"$set": {"metadata": metadata}},
+            return_document=ReturnDocument.AFTER,
+            session=self.session,
+        )
+        return None if doc is None else _message(doc)
+
+    async def delete_message(self, thread_id: str, message_id: str) -> bool:
+        result = await self.db.messages.delete_one({"_id": message_id, "thread_id": thread_id}, session=self.session)
+        return result.deleted_count > 0
+
+    async def insert_ref(self, ref: CapabilityRef) -> bool:
+        try:
+            await self.db.capability_refs.insert_one(
+                {
+                    "_id": _ref_id(ref.thread_id, ref.kind, ref.ref_id),
+                    "thread_id": ref.thread_id,
+                    "kind": ref.kind,
+                    "ref_id": ref.ref_id,
+                    "message_id": ref.message_id,
+                    "actor": ref.actor,
+                    "body": ref.body,
+                },
+                session=self.session,
+            )
+        except DuplicateKeyError:
+            return False
+        return True
+
+    async def release_ref(self, release: RefRelease) -> bool:
+        key = _ref_id(release.thread_id, release.kind, release.ref_id)
+        gone = await self.db.capability_refs.delete_one(
+            {"_id": key, "message_id": release.message_id}, session=self.session
+        )
+        return gone.deleted_count > 0
+
+    async def delete_refs_of(self, message_id: str) -> None:
+        await self.db.capability_refs.delete_many({"message_id": message_id}, session=self.session)
+
+    async def append_event(self, thread_id: str, event: NewEvent, also: Sequence[str] = ()) -> EventRecord:
+        doc = await self.db.threads.find_one_and_update(
+            {"_id": thread_id},
+            {"$inc": {"last_seq": 1}},
+            projection={"last_seq": 1},
+            return_document=ReturnDocument.AFTER,
+            session=self.session,
+        )
+        seq = doc["last_seq"]
+        # The store-wide position comes from one counter updated inside the transaction: a concurrent
+        # writer conflicts on it and retries after this one commits, so gid order is commit order.
+        counter = await self.db.counters.find_one_and_update(
+            {"_id": "events"},
+            {"$inc": {"gid": 1}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+            session=self.session,
+        )
+        gid = counter["gid"]
+        audience = [a.id for a in await self.actors(thread_id)]
+        audience += [a for a in also if a not in audience]
+        await self.db.events.insert_one(
+            {
+                "thread_id": thread_id,
+                "seq": seq,
+                "gid": gid,
+                "audience": audience,
+                "type": event.type,
+                "created_at": event.created_at,
+                "data": event.data,
+            },
+            session=self.session,
+        )
+        return EventRecord(
+            thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid
+        )
+
+
 class MongoStore(Store):
     def __init__(self, url: str, database: str) -> None:
         super().__init__()
@@ -250,404 +435,70 @@ class MongoStore(Store):
             await self._client.close()
             self._client = None
 
-    async def _transaction(self, fn: Callable[[Session], Awaitable[T]]) -> T:
+    async def transaction(self, body: Body[T], *, shared: bool = False, large: bool = False) -> T:
+        # `with_transaction` runs the body again after a transient error (a write conflict with a concurrent
+        # writer of the same thread document), within its time limit
         assert self._client is not None
+        db = self._db
         async with self._client.start_session() as session:
             return await session.with_transaction(
-                fn, read_concern=ReadConcern("snapshot"), write_concern=WriteConcern("majority")
+                lambda session: body(MongoTx(db, session)),
+                read_concern=ReadConcern("snapshot"),
+                write_concern=WriteConcern("majority"),
             )
 
-    async def _append_event(
-        self, session: Session, thread_id: str, event: NewEvent, also: Sequence[str] = ()
-    ) -> EventRecord:
-        doc = await self._db.threads.find_one_and_update(
-            {"_id": thread_id},
-            {"$inc": {"last_seq": 1}},
-            projection={"last_seq": 1},
-            return_document=ReturnDocument.AFTER,
-            session=session,
-        )
-        seq = doc["last_seq"]
-        # The store-wide position comes from one counter updated inside the transaction: a concurrent
-        # writer conflicts on it and retries after this one commits, so gid order is commit order.
-        counter = await self._db.counters.find_one_and_update(
-            {"_id": "events"},
-            {"$inc": {"gid": 1}},
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
-            session=session,
-        )
-        gid = counter["gid"]
-        audience = [a.id for a in await self._actors(thread_id, session)]
-        audience += [a for a in also if a not in audience]
-        await self._db.events.insert_one(
-            {
-                "thread_id": thread_id,
-                "seq": seq,
-                "gid": gid,
-                "audience": audience,
-                "type": event.type,
-                "created_at": event.created_at,
-                "data": event.data,
-            },
-            session=session,
-        )
-        return EventRecord(
-            thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid
-        )
-
-    async def _commit(self, thread_id: str, fn: Callable[[Session], Awaitable[T]], *, thread_changed: bool = True) -> T:
-        """Run a write in one transaction, then tell the commit listeners about the thread."""
-        result = await self._transaction(fn)
-        self._committed(thread_id, thread_changed)
-        return result
-
-    async def _insert_refs(self, session: Session, refs: Sequence[CapabilityRef]) -> None:
-        for ref in refs:
-            try:
-                await self._db.capability_refs.insert_one(
-                    {
-                        "_id": f"{ref.thread_id}|{ref.kind}|{ref.ref_id}",
-                        "thread_id": ref.thread_id,
-                        "kind": ref.kind,
-                        "ref_id": ref.ref_id,
-                        "message_id": ref.message_id,
-                        "actor": ref.actor,
-                        "body": ref.body,
-                    },
-                    session=session,
-                )
-            except DuplicateKeyError:
-                raise DuplicateRef(ref.kind, ref.ref_id) from None
-
-    async def _release_refs(self, session: Session, releases: Sequence[RefRelease]) -> None:
-        for release in releases:
-            key = f"{release.thread_id}|{release.kind}|{release.ref_id}"
-            gone = await self._db.capability_refs.delete_one(
-                {"_id": key, "message_id": release.message_id}, session=session
-            )
-            if not gone.deleted_count:
-                raise DuplicateRef(release.kind, release.ref_id)
-
-    async def _live_thread(self, thread_id: str, session: Session | None = None) -> dict[str, Any] | None:
-        return await self._db.threads.find_one({"_id": thread_id, "deleted": False}, session=session)
-
-    async def _actors(self, thread_id: str, session: Session | None = None) -> list[ActorRecord]:
-        cursor = self._db.thread_actors.find({"thread_id": thread_id}, session=session).sort("position", ASCENDING)
-        return [_actor(d) async for d in cursor]
-
-    # threads
-
-    async def create_thread(
-        self,
-        thread: ThreadRecord,
-        actors: list[ActorRecord],
-        created: NewEvent,
-        messages: list[tuple[MessageRecord, NewEvent]],
-        refs: Sequence[CapabilityRef] = (),
-    ) -> list[EventRecord]:
-        async def op(session: Session) -> list[EventRecord]:
-            await self._db.threads.insert_one(
-                {
-                    "_id": thread.id,
-                    "created_at": thread.created_at,
-                    "creator": thread.creator,
-                    "metadata": thread.metadata,
-                    "parent_id": thread.parent_id,
-                    "tool_resources": thread.tool_resources,
-                    "last_seq": 0,
-                    "deleted": False,
-                    "actor_count": len(actors),
-                },
-                session=session,
-            )
-            if actors:
-                await self._db.thread_actors.insert_many(
-                    [_actor_doc(a, i) for i, a in enumerate(actors)], session=session
-                )
-            await self._insert_refs(session, refs)
-            events = [await self._append_event(session, thread.id, created)]
-            for message, event in messages:
-                stored = await self._append_event(session, thread.id, event)
-                message.seq = stored.seq
-                await self._db.messages.insert_one(_message_doc(message), session=session)
-                events.append(stored)
-            return events
-
-        events = await self._commit(thread.id, op)
-        thread.last_seq = events[-1].seq
-        return events
+    # reads
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        doc = await self._live_thread(thread_id)
+        doc = await self._db.threads.find_one({"_id": thread_id, "deleted": False})
         return None if doc is None else _thread(doc)
 
-    async def update_thread(
-        self, thread_id: str, changes: dict[str, Any], render: ThreadEventRenderer
-    ) -> tuple[ThreadRecord, EventRecord] | None:
-        async def op(session: Session) -> tuple[ThreadRecord, EventRecord] | None:
-            doc = await self._db.threads.find_one_and_update(
-                {"_id": thread_id, "deleted": False},
-                {"$set": {k: v for k, v in changes.items() if k in ("metadata", "tool_resources")}},
-                return_document=ReturnDocument.AFTER,
-                session=session,
-            )
-            if doc is None:
-                return None
-            thread = _thread(doc)
-            event = await self._append_event(session, thread_id, render(thread, await self._actors(thread_id, session)))
-            thread.last_seq = event.seq
-            return thread, event
+    async def get_thread_with_actors(self, thread_id: str) -> tuple[ThreadRecord, list[ActorRecord]] | None:
+        # Both reads at once: one round trip's latency instead of two (the actors are dropped if no thread).
+        doc, actors = await asyncio.gather(
+            self._db.threads.find_one({"_id": thread_id, "deleted": False}), _actors(self._db, thread_id)
+        )
+        return None if doc is None else (_thread(doc), actors)
 
-        return await self._commit(thread_id, op)
-
-    async def delete_thread(self, thread_id: str, event: NewEvent) -> EventRecord | None:
-        async def op(session: Session) -> EventRecord | None:
-            doc = await self._db.threads.find_one_and_update(
-                {"_id": thread_id, "deleted": False},
-                {"$set": {"deleted": True, "metadata": {}, "tool_resources": None}},
-                session=session,
-            )
-            if doc is None:
-                return None
-            members = [a.id for a in await self._actors(thread_id, session)]
-            for name in ("messages", "thread_actors", "events", "capability_refs"):
-                await self._db[name].delete_many({"thread_id": thread_id}, session=session)
-            return await self._append_event(session, thread_id, event, also=members)
-
-        return await self._commit(thread_id, op)
-
-    async def list_threads(
-        self,
-        actor_id: str | None,
-        *,
-        limit: int,
-        order: Order,
-        after: str | None = None,
-        before: str | None = None,
-    ) -> list[ThreadRecord]:
-        asc = order == "asc"
-        bounds: dict[str, str] = {}
-        if after is not None:
-            bounds["$gt" if asc else "$lt"] = after
-        if before is not None:
-            bounds["$lt" if asc else "$gt"] = before
-        direction = ASCENDING if asc else DESCENDING
+    async def _list_threads(self, actor_id: str | None, page: Page[str]) -> list[ThreadRecord]:
+        bounds = _within(page)
+        direction = ASCENDING if page.ascending else DESCENDING
         if actor_id is None:
             query: dict[str, Any] = {"deleted": False}
             if bounds:
                 query["_id"] = bounds
-            cursor = self._db.threads.find(query).sort("_id", direction).limit(limit)
+            cursor = self._db.threads.find(query).sort("_id", direction).limit(page.limit)
             return [_thread(d) async for d in cursor]
         # Page over memberships (indexed by actor), then load those threads.
         query = {"actor_id": actor_id}
         if bounds:
             query["thread_id"] = bounds
-        ids = [
-            d["thread_id"] async for d in self._db.thread_actors.find(query).sort("thread_id", direction).limit(limit)
-        ]
+        memberships = self._db.thread_actors.find(query).sort("thread_id", direction).limit(page.limit)
+        ids = [d["thread_id"] async for d in memberships]
         docs = {d["_id"]: d async for d in self._db.threads.find({"_id": {"$in": ids}, "deleted": False})}
         return [_thread(docs[i]) for i in ids if i in docs]
 
-    # actors
-
     async def list_actors(self, thread_id: str) -> list[ActorRecord]:
-        return await self._actors(thread_id)
-
-    async def get_thread_with_actors(self, thread_id: str) -> tuple[ThreadRecord, list[ActorRecord]] | None:
-        # Both reads at once: one round trip's latency instead of two (the actors are dropped if no thread).
-        doc, actors = await asyncio.gather(self._live_thread(thread_id), self._actors(thread_id))
-        return None if doc is None else (_thread(doc), actors)
-
-    async def put_actor(
-        self,
-        actor: ActorRecord,
-        render: ActorEventRenderer,
-        follow_up: MembershipFollowUp | None = None,
-        *,
-        max_actors: int | None = None,
-    ) -> tuple[ActorRecord, EventRecord] | None:
-        async def op(session: Session) -> tuple[ActorRecord, EventRecord] | None:
-            thread = await self._live_thread(actor.thread_id, session)
-            if thread is None:
-                return None
-            before = await self._actors(actor.thread_id, session)
-            members = self._db.thread_actors
-            existing = await members.find_one({"_id": f"{actor.thread_id}/{actor.id}"}, session=session)
-            if existing is None:
-                await self._take_seat(session, thread, len(before), max_actors)
-                last = await members.find_one(
-                    {"thread_id": actor.thread_id}, sort=[("position", DESCENDING)], session=session
-                )
-                position = 0 if last is None else last["position"] + 1
-                await members.insert_one(_actor_doc(actor, position), session=session)
-                stored = actor
-            else:
-                await members.update_one(
-                    {"_id": existing["_id"]},
-                    {"$set": {"client_id": actor.client_id, "capabilities": actor.capabilities}},
-                    session=session,
-                )
-                stored = ActorRecord(
-                    thread_id=actor.thread_id,
-                    id=actor.id,
-                    client_id=actor.client_id,
-                    capabilities=actor.capabilities,
-                    joined_at=existing["joined_at"],
-                )
-            event = await self._append_event(session, actor.thread_id, render(stored, existing is None))
-            await self._follow_up(session, actor.thread_id, follow_up, before)
-            return stored, event
-
-        return await self._commit(actor.thread_id, op)
-
-    async def remove_actor(
-        self, thread_id: str, actor_id: str, event: NewEvent, follow_up: MembershipFollowUp | None = None
-    ) -> EventRecord | None:
-        async def op(session: Session) -> EventRecord | None:
-            if await self._live_thread(thread_id, session) is None:
-                return None
-            before = await self._actors(thread_id, session)
-            result = await self._db.thread_actors.delete_one({"_id": f"{thread_id}/{actor_id}"}, session=session)
-            if not result.deleted_count:
-                return None
-            await self._db.threads.update_one(
-                {"_id": thread_id}, {"$set": {"actor_count": len(before) - 1}}, session=session
-            )
-            stored = await self._append_event(session, thread_id, event, also=(actor_id,))
-            await self._follow_up(session, thread_id, follow_up, before)
-            return stored
-
-        return await self._commit(thread_id, op)
-
-    async def _take_seat(self, session: Session, thread: dict[str, Any], members: int, max_actors: int | None) -> None:
-        """Count one more actor on the thread document, refused (TooManyActors) at `max_actors`.
-
-        Counting the actor documents would not do: two transactions inserting different actors do not
-        conflict, so each could see the other's seat as free. Both update the thread's `actor_count`
-        instead, through a filter that matches only below the limit: MongoDB fails the second writer of
-        one document with a write conflict and `with_transaction` runs it again on the newer count."""
-        threads = self._db.threads
-        if not isinstance(thread.get("actor_count"), int):  # stored before actors were counted: count them now
-            await threads.update_one({"_id": thread["_id"]}, {"$set": {"actor_count": members}}, session=session)
-        guard: dict[str, Any] = {"_id": thread["_id"]}
-        if max_actors is not None:
-            guard["actor_count"] = {"$lt": max_actors}
-        taken = await threads.update_one(guard, {"$inc": {"actor_count": 1}}, session=session)
-        if not taken.matched_count:
-            raise TooManyActors(max_actors or 0, members + 1)
-
-    async def _follow_up(
-        self, session: Session, thread_id: str, follow_up: MembershipFollowUp | None, before: list[ActorRecord]
-    ) -> None:
-        if follow_up is not None:
-            extra = follow_up(before, await self._actors(thread_id, session))
-            if extra is not None:
-                await self._append_event(session, thread_id, extra)
-
-    # messages
-
-    async def append_message(
-        self,
-        message: MessageRecord,
-        event: NewEvent,
-        refs: Sequence[CapabilityRef] = (),
-        releases: Sequence[RefRelease] = (),
-    ) -> EventRecord | None:
-        async def op(session: Session) -> EventRecord | None:
-            if await self._live_thread(message.thread_id, session) is None:
-                return None
-            member = {"thread_id": message.thread_id, "actor_id": message.actor}
-            if await self._db.thread_actors.find_one(member, {"_id": 1}, session=session) is None:
-                raise AuthorNotMember(message.actor)
-            await self._release_refs(session, releases)
-            await self._insert_refs(session, refs)
-            stored = await self._append_event(session, message.thread_id, event)
-            message.seq = stored.seq
-            await self._db.messages.insert_one(_message_doc(message), session=session)
-            return stored
-
-        return await self._commit(message.thread_id, op, thread_changed=False)
+        return await _actors(self._db, thread_id)
 
     async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None:
-        doc = await self._db.capability_refs.find_one({"_id": f"{thread_id}|{kind}|{ref_id}"})
+        doc = await self._db.capability_refs.find_one({"_id": _ref_id(thread_id, kind, ref_id)})
         if doc is None:
             return None
-        return CapabilityRef(
-            thread_id=doc["thread_id"],
-            kind=doc["kind"],
-            ref_id=doc["ref_id"],
-            message_id=doc["message_id"],
-            actor=doc["actor"],
-            body=doc["body"],
-        )
+        fields = ("thread_id", "kind", "ref_id", "message_id", "actor", "body")
+        return CapabilityRef(**{name: doc[name] for name in fields})
 
     async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None:
         doc = await self._db.messages.find_one({"_id": message_id, "thread_id": thread_id})
         return None if doc is None else _message(doc)
 
-    async def list_messages(
-        self,
-        thread_id: str,
-        *,
-        limit: int,
-        order: Order,
-        after_seq: int | None = None,
-        before_seq: int | None = None,
-    ) -> list[MessageRecord]:
-        asc = order == "asc"
+    async def _list_messages(self, thread_id: str, page: Page[int]) -> list[MessageRecord]:
         query: dict[str, Any] = {"thread_id": thread_id}
-        bounds: dict[str, int] = {}
-        if after_seq is not None:
-            bounds["$gt" if asc else "$lt"] = after_seq
-        if before_seq is not None:
-            bounds["$lt" if asc else "$gt"] = before_seq
+        bounds = _within(page)
         if bounds:
             query["seq"] = bounds
-        cursor = self._db.messages.find(query).sort("seq", ASCENDING if asc else DESCENDING).limit(limit)
-        return [_message(d) async for d in cursor]
-
-    async def update_message_metadata(
-        self, thread_id: str, message_id: str, metadata: dict[str, str], render: MessageEventRenderer
-    ) -> tuple[MessageRecord, EventRecord] | None:
-        async def op(session: Session) -> tuple[MessageRecord, EventRecord] | None:
-            if await self._live_thread(thread_id, session) is None:
-                return None
-            doc = await self._db.messages.find_one_and_update(
-                {"_id": message_id, "thread_id": thread_id},
-                {"$set": {"metadata": metadata}},
-                return_document=ReturnDocument.AFTER,
-                session=session,
-            )
-            if doc is None:
-                return None
-            message = _message(doc)
-            return message, await self._append_event(session, thread_id, render(message))
-
-        return await self._commit(thread_id, op, thread_changed=False)
-
-    async def delete_message(self, thread_id: str, message_id: str, event: NewEvent) -> EventRecord | None:
-        async def op(session: Session) -> EventRecord | None:
-            if await self._live_thread(thread_id, session) is None:
-                return None
-            result = await self._db.messages.delete_one({"_id": message_id, "thread_id": thread_id}, session=session)
-            if not result.deleted_count:
-                return None
-            # A deleted request can no longer be answered; a deleted answer frees its request.
-            await self._db.capability_refs.delete_many({"message_id": message_id}, session=session)
-            return await self._append_event(session, thread_id, event)
-
-        return await self._commit(thread_id, op, thread_changed=False)
-
-    # events
-
-    async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord | None:
-        async def op(session: Session) -> EventRecord | None:
-            if await self._live_thread(thread_id, session) is None:
-                return None
-            return await self._append_event(session, thread_id, event)
-
-        return await self._commit(thread_id, op, thread_changed=False)
+        cursor = self._db.messages.find(query).sort("seq", ASCENDING if page.ascending else DESCENDING)
+        return [_message(d) async for d in cursor.limit(page.limit)]
 
     async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
         cursor = (

@@ -42,28 +42,22 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import orjson
 
 from aitp.store.base import (
-    ActorEventRenderer,
     ActorRecord,
-    AuthorNotMember,
     CapabilityRef,
     CapabilityVersionRecord,
-    DuplicateRef,
     EventRecord,
     IdempotencyRecord,
     KeyRecord,
-    MembershipFollowUp,
-    MessageEventRenderer,
     MessageRecord,
     NewEvent,
-    Order,
+    Page,
     RefRelease,
     Store,
-    ThreadEventRenderer,
     ThreadRecord,
-    TooManyActors,
     capability_version_document,
     capability_version_from_document,
 )
+from aitp.store.transaction import Body, Tx
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -244,6 +238,17 @@ def _key(row: sqlite3.Row) -> KeyRecord:
     )
 
 
+def _ref(row: sqlite3.Row) -> CapabilityRef:
+    return CapabilityRef(
+        thread_id=row["thread_id"],
+        kind=row["kind"],
+        ref_id=row["ref_id"],
+        message_id=row["message_id"],
+        actor=row["actor"],
+        body=_loads(row["body"]),
+    )
+
+
 Op = Callable[[sqlite3.Connection], T]
 
 # Every this many commits (~9 pages for a message alone; a shared commit writes the pages its messages share
@@ -283,6 +288,207 @@ def _each_in_savepoint(conn: sqlite3.Connection, ops: Sequence[Op[Any]]) -> list
 
 def _locked(exc: sqlite3.OperationalError) -> bool:
     return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _live_thread(conn: sqlite3.Connection, thread_id: str) -> sqlite3.Row | None:
+    return conn.execute("SELECT * FROM threads WHERE id = ? AND deleted = 0", (thread_id,)).fetchone()
+
+
+def _actors(conn: sqlite3.Connection, thread_id: str) -> list[ActorRecord]:
+    rows = conn.execute("SELECT * FROM thread_actors WHERE thread_id = ? ORDER BY position", (thread_id,))
+    return [_actor(r) for r in rows]
+
+
+def _message_row(conn: sqlite3.Connection, thread_id: str, message_id: str) -> MessageRecord | None:
+    row = conn.execute("SELECT * FROM messages WHERE id = ? AND thread_id = ?", (message_id, thread_id)).fetchone()
+    return None if row is None else _message(row)
+
+
+def _within(column: str, page: Page[Any]) -> tuple[str, list[Any]]:
+    """The conditions (`AND ...`) and values that keep `column` strictly between the page's cursors."""
+    where, values = "", []
+    for operator, bound in ((">", page.above), ("<", page.below)):
+        if bound is not None:
+            where += f" AND {column} {operator} ?"
+            values.append(bound)
+    return where, values
+
+
+def _direction(page: Page[Any]) -> str:
+    return "ASC" if page.ascending else "DESC"
+
+
+def _run_body(body: Body[T], conn: sqlite3.Connection) -> T:
+    """Run a transaction body to its end at once, on this thread: `SQLiteTx`'s primitives are plain calls
+    on the connection and never suspend, so the body's coroutine finishes on its first step."""
+    coroutine = body(SQLiteTx(conn))
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise RuntimeError("a SQLite transaction body awaited something other than its Tx")
+
+
+class SQLiteTx(Tx):
+    """The primitives on a connection inside BEGIN IMMEDIATE: one writer at a time, across processes too."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    async def insert_thread(self, thread: ThreadRecord, actors: Sequence[ActorRecord]) -> None:
+        self.conn.execute(
+            "INSERT INTO threads (id, created_at, creator, metadata, parent_id, tool_resources, last_seq)"
+            " VALUES (?, ?, ?, ?, ?, ?, 0)",
+            (
+                thread.id,
+                thread.created_at,
+                thread.creator,
+                _dumps(thread.metadata),
+                thread.parent_id,
+                None if thread.tool_resources is None else _dumps(thread.tool_resources),
+            ),
+        )
+        self.conn.executemany(
+            "INSERT INTO thread_actors (thread_id, actor_id, client_id, capabilities, joined_at, position)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [(a.thread_id, a.id, a.client_id, _dumps(a.capabilities), a.joined_at, i) for i, a in enumerate(actors)],
+        )
+
+    async def thread_is_live(self, thread_id: str) -> bool:
+        return (
+            self.conn.execute("SELECT 1 FROM threads WHERE id = ? AND deleted = 0", (thread_id,)).fetchone() is not None
+        )
+
+    async def update_thread(self, thread_id: str, changes: dict[str, Any]) -> ThreadRecord | None:
+        for column in ("metadata", "tool_resources"):
+            if column in changes:
+                value = changes[column]
+                self.conn.execute(
+                    f"UPDATE threads SET {column} = ? WHERE id = ? AND deleted = 0",
+                    (None if value is None else _dumps(value), thread_id),
+                )
+        row = _live_thread(self.conn, thread_id)
+        return None if row is None else _thread(row)
+
+    async def clear_thread(self, thread_id: str) -> None:
+        conn = self.conn
+        conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
+        conn.execute("DELETE FROM thread_actors WHERE thread_id = ?", (thread_id,))
+        conn.execute(
+            "DELETE FROM event_audience WHERE gid IN (SELECT gid FROM events WHERE thread_id = ?)", (thread_id,)
+        )
+        conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
+        conn.execute("DELETE FROM capability_refs WHERE thread_id = ?", (thread_id,))
+        conn.execute(
+            "UPDATE threads SET deleted = 1, metadata = '{}', tool_resources = NULL WHERE id = ?", (thread_id,)
+        )
+
+    async def actors(self, thread_id: str) -> list[ActorRecord]:
+        return _actors(self.conn, thread_id)
+
+    async def is_member(self, thread_id: str, actor_id: str) -> bool:
+        member = "SELECT 1 FROM thread_actors WHERE thread_id = ? AND actor_id = ?"
+        return self.conn.execute(member, (thread_id, actor_id)).fetchone() is not None
+
+    async def take_seat(self, thread_id: str, members: int, limit: int | None) -> bool:
+        # `members` was counted inside BEGIN IMMEDIATE: no other join, of this process or another, writes
+        # before this transaction ends
+        return limit is None or members < limit
+
+    async def free_seat(self, thread_id: str, members: int) -> None:
+        pass  # the actors' rows are the count
+
+    async def insert_actor(self, actor: ActorRecord) -> None:
+        self.conn.execute(
+            "INSERT INTO thread_actors (thread_id, actor_id, client_id, capabilities, joined_at, position)"
+            " SELECT ?, ?, ?, ?, ?, COALESCE(MAX(position), -1) + 1 FROM thread_actors WHERE thread_id = ?",
+            (actor.thread_id, actor.id, actor.client_id, _dumps(actor.capabilities), actor.joined_at, actor.thread_id),
+        )
+
+    async def update_actor(self, actor: ActorRecord) -> None:
+        self.conn.execute(
+            "UPDATE thread_actors SET client_id = ?, capabilities = ? WHERE thread_id = ? AND actor_id = ?",
+            (actor.client_id, _dumps(actor.capabilities), actor.thread_id, actor.id),
+        )
+
+    async def delete_actor(self, thread_id: str, actor_id: str) -> bool:
+        gone = self.conn.execute(
+            "DELETE FROM thread_actors WHERE thread_id = ? AND actor_id = ?", (thread_id, actor_id)
+        )
+        return gone.rowcount > 0
+
+    async def insert_message(self, message: MessageRecord) -> None:
+        m = message
+        self.conn.execute(
+            "INSERT INTO messages (id, thread_id, seq, created_at, actor, role, content, attachments, metadata, aitp)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                m.id,
+                m.thread_id,
+                m.seq,
+                m.created_at,
+                m.actor,
+                m.role,
+                _dumps(m.content),
+                _dumps(m.attachments),
+                _dumps(m.metadata),
+                None if m.aitp is None else _dumps(m.aitp),
+            ),
+        )
+
+    async def set_message_metadata(
+        self, thread_id: str, message_id: str, metadata: dict[str, str]
+    ) -> MessageRecord | None:
+        update = "UPDATE messages SET metadata = ? WHERE id = ? AND thread_id = ?"
+        self.conn.execute(update, (_dumps(metadata), message_id, thread_id))
+        return _message_row(self.conn, thread_id, message_id)
+
+    async def delete_message(self, thread_id: str, message_id: str) -> bool:
+        gone = self.conn.execute("DELETE FROM messages WHERE id = ? AND thread_id = ?", (message_id, thread_id))
+        return gone.rowcount > 0
+
+    async def insert_ref(self, ref: CapabilityRef) -> bool:
+        try:
+            self.conn.execute(
+                "INSERT INTO capability_refs (thread_id, kind, ref_id, message_id, actor, body)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (ref.thread_id, ref.kind, ref.ref_id, ref.message_id, ref.actor, _dumps(ref.body)),
+            )
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    async def release_ref(self, release: RefRelease) -> bool:
+        gone = self.conn.execute(
+            "DELETE FROM capability_refs WHERE thread_id = ? AND kind = ? AND ref_id = ? AND message_id = ?",
+            (release.thread_id, release.kind, release.ref_id, release.message_id),
+        )
+        return gone.rowcount > 0
+
+    async def delete_refs_of(self, message_id: str) -> None:
+        self.conn.execute("DELETE FROM capability_refs WHERE message_id = ?", (message_id,))
+
+    async def append_event(self, thread_id: str, event: NewEvent, also: Sequence[str] = ()) -> EventRecord:
+        conn = self.conn
+        seq = conn.execute(
+            "UPDATE threads SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq", (thread_id,)
+        ).fetchone()[0]
+        gid = conn.execute(
+            "INSERT INTO events (thread_id, seq, type, created_at, data) VALUES (?, ?, ?, ?, ?)",
+            (thread_id, seq, event.type, event.created_at, _dumps(event.data)),
+        ).lastrowid
+        conn.execute(
+            "INSERT OR IGNORE INTO event_audience (actor_id, gid) SELECT actor_id, ? FROM thread_actors"
+            " WHERE thread_id = ?",
+            (gid, thread_id),
+        )
+        conn.executemany("INSERT OR IGNORE INTO event_audience (actor_id, gid) VALUES (?, ?)", [(a, gid) for a in also])
+        return EventRecord(
+            thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid or 0
+        )
 
 
 class SQLiteStore(Store):
@@ -433,36 +639,16 @@ class SQLiteStore(Store):
         self._executor.shutdown(wait=True)
         self._executor = None
 
-    @staticmethod
-    def _append_event(
-        conn: sqlite3.Connection, thread_id: str, event: NewEvent, also: Sequence[str] = ()
-    ) -> EventRecord:
-        row = conn.execute(
-            "UPDATE threads SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq", (thread_id,)
-        ).fetchone()
-        seq = row[0]
-        gid = conn.execute(
-            "INSERT INTO events (thread_id, seq, type, created_at, data) VALUES (?, ?, ?, ?, ?)",
-            (thread_id, seq, event.type, event.created_at, _dumps(event.data)),
-        ).lastrowid
-        conn.execute(
-            "INSERT OR IGNORE INTO event_audience (actor_id, gid) SELECT actor_id, ? FROM thread_actors"
-            " WHERE thread_id = ?",
-            (gid, thread_id),
-        )
-        conn.executemany("INSERT OR IGNORE INTO event_audience (actor_id, gid) VALUES (?, ?)", [(a, gid) for a in also])
-        return EventRecord(
-            thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid or 0
-        )
+    async def transaction(self, body: Body[T], *, shared: bool = False, large: bool = False) -> T:
+        def op(conn: sqlite3.Connection) -> T:
+            return _run_body(body, conn)
 
-    async def _commit(self, thread_id: str, op: Op[T], *, may_wait: bool = False, thread_changed: bool = True) -> T:
-        """Run a write op in its own transaction, then tell the commit listeners about the thread."""
-        result = await self._write(op, may_wait=may_wait)
-        self._committed(thread_id, thread_changed)
-        return result
+        if shared:
+            return await self._write_shared(op)
+        return await self._write(op, may_wait=large)  # a large write is unbounded: not on the loop
 
-    async def _commit_in_batch(self, thread_id: str, op: Op[T]) -> T:
-        """As `_commit`, but the op shares one transaction with the others that arrive in the same event-loop
+    async def _write_shared(self, op: Op[T]) -> T:
+        """As `_write`, but the op shares one transaction with the others that arrive in the same event-loop
         turn (group commit): each in its own savepoint, so one that fails leaves the others' writes, and
         each caller gets its own result or exception once the transaction has committed. A commit writes
         every page it touched to the WAL; the pages a batch's appends share (the thread's row, the index
@@ -473,9 +659,7 @@ class SQLiteStore(Store):
             task = asyncio.get_running_loop().create_task(self._commit_batch())
             self._batch_tasks.add(task)  # the loop keeps only weak references to tasks
             task.add_done_callback(self._batch_tasks.discard)
-        result = await future
-        self._committed(thread_id, thread_changed=False)
-        return result
+        return await future
 
     async def _commit_batch(self) -> None:
         batch, self._batch = self._batch, []
@@ -503,288 +687,37 @@ class SQLiteStore(Store):
             else:
                 future.set_result(value)
 
-    def _follow_up(
-        self,
-        conn: sqlite3.Connection,
-        thread_id: str,
-        follow_up: MembershipFollowUp | None,
-        before: list[ActorRecord],
-    ) -> None:
-        if follow_up is not None:
-            extra = follow_up(before, self._actors(conn, thread_id))
-            if extra is not None:
-                self._append_event(conn, thread_id, extra)
-
-    @staticmethod
-    def _live_thread(conn: sqlite3.Connection, thread_id: str) -> sqlite3.Row | None:
-        return conn.execute("SELECT * FROM threads WHERE id = ? AND deleted = 0", (thread_id,)).fetchone()
-
-    @staticmethod
-    def _insert_message(conn: sqlite3.Connection, m: MessageRecord) -> None:
-        conn.execute(
-            "INSERT INTO messages (id, thread_id, seq, created_at, actor, role, content, attachments, metadata, aitp)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                m.id,
-                m.thread_id,
-                m.seq,
-                m.created_at,
-                m.actor,
-                m.role,
-                _dumps(m.content),
-                _dumps(m.attachments),
-                _dumps(m.metadata),
-                None if m.aitp is None else _dumps(m.aitp),
-            ),
-        )
-
-    @staticmethod
-    def _insert_refs(conn: sqlite3.Connection, refs: Sequence[CapabilityRef]) -> None:
-        for ref in refs:
-            try:
-                conn.execute(
-                    "INSERT INTO capability_refs (thread_id, kind, ref_id, message_id, actor, body)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (ref.thread_id, ref.kind, ref.ref_id, ref.message_id, ref.actor, _dumps(ref.body)),
-                )
-            except sqlite3.IntegrityError:
-                raise DuplicateRef(ref.kind, ref.ref_id) from None
-
-    @staticmethod
-    def _release_refs(conn: sqlite3.Connection, releases: Sequence[RefRelease]) -> None:
-        for release in releases:
-            gone = conn.execute(
-                "DELETE FROM capability_refs WHERE thread_id = ? AND kind = ? AND ref_id = ? AND message_id = ?",
-                (release.thread_id, release.kind, release.ref_id, release.message_id),
-            ).rowcount
-            if not gone:
-                raise DuplicateRef(release.kind, release.ref_id)
-
-    @staticmethod
-    def _actors(conn: sqlite3.Connection, thread_id: str) -> list[ActorRecord]:
-        rows = conn.execute("SELECT * FROM thread_actors WHERE thread_id = ? ORDER BY position", (thread_id,))
-        return [_actor(r) for r in rows]
-
-    # threads
-
-    async def create_thread(
-        self,
-        thread: ThreadRecord,
-        actors: list[ActorRecord],
-        created: NewEvent,
-        messages: list[tuple[MessageRecord, NewEvent]],
-        refs: Sequence[CapabilityRef] = (),
-    ) -> list[EventRecord]:
-        def op(conn: sqlite3.Connection) -> list[EventRecord]:
-            conn.execute(
-                "INSERT INTO threads (id, created_at, creator, metadata, parent_id, tool_resources, last_seq)"
-                " VALUES (?, ?, ?, ?, ?, ?, 0)",
-                (
-                    thread.id,
-                    thread.created_at,
-                    thread.creator,
-                    _dumps(thread.metadata),
-                    thread.parent_id,
-                    None if thread.tool_resources is None else _dumps(thread.tool_resources),
-                ),
-            )
-            conn.executemany(
-                "INSERT INTO thread_actors (thread_id, actor_id, client_id, capabilities, joined_at, position)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (a.thread_id, a.id, a.client_id, _dumps(a.capabilities), a.joined_at, i)
-                    for i, a in enumerate(actors)
-                ],
-            )
-            self._insert_refs(conn, refs)
-            events = [self._append_event(conn, thread.id, created)]
-            for message, event in messages:
-                stored = self._append_event(conn, thread.id, event)
-                message.seq = stored.seq
-                self._insert_message(conn, message)
-                events.append(stored)
-            thread.last_seq = events[-1].seq
-            return events
-
-        return await self._commit(thread.id, op)
+    # reads
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
         def op(conn: sqlite3.Connection) -> ThreadRecord | None:
-            row = self._live_thread(conn, thread_id)
+            row = _live_thread(conn, thread_id)
             return None if row is None else _thread(row)
 
         return await self._run(op)
 
-    async def update_thread(
-        self, thread_id: str, changes: dict[str, Any], render: ThreadEventRenderer
-    ) -> tuple[ThreadRecord, EventRecord] | None:
-        def op(conn: sqlite3.Connection) -> tuple[ThreadRecord, EventRecord] | None:
-            if self._live_thread(conn, thread_id) is None:
-                return None
-            for column in ("metadata", "tool_resources"):
-                if column in changes:
-                    value = changes[column]
-                    conn.execute(
-                        f"UPDATE threads SET {column} = ? WHERE id = ?",
-                        (None if value is None else _dumps(value), thread_id),
-                    )
-            thread = _thread(self._live_thread(conn, thread_id))  # type: ignore[arg-type]
-            event = self._append_event(conn, thread_id, render(thread, self._actors(conn, thread_id)))
-            thread.last_seq = event.seq
-            return thread, event
-
-        return await self._commit(thread_id, op)
-
-    async def delete_thread(self, thread_id: str, event: NewEvent) -> EventRecord | None:
-        def op(conn: sqlite3.Connection) -> EventRecord | None:
-            if self._live_thread(conn, thread_id) is None:
-                return None
-            members = [a.id for a in self._actors(conn, thread_id)]
-            conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
-            conn.execute("DELETE FROM thread_actors WHERE thread_id = ?", (thread_id,))
-            conn.execute(
-                "DELETE FROM event_audience WHERE gid IN (SELECT gid FROM events WHERE thread_id = ?)", (thread_id,)
-            )
-            conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
-            conn.execute("DELETE FROM capability_refs WHERE thread_id = ?", (thread_id,))
-            # The row stays as a tombstone so the seq never restarts and the final event has a home.
-            conn.execute(
-                "UPDATE threads SET deleted = 1, metadata = '{}', tool_resources = NULL WHERE id = ?", (thread_id,)
-            )
-            return self._append_event(conn, thread_id, event, also=members)
-
-        return await self._commit(thread_id, op, may_wait=True)  # a thread's whole log: not on the loop
-
-    async def list_threads(
-        self,
-        actor_id: str | None,
-        *,
-        limit: int,
-        order: Order,
-        after: str | None = None,
-        before: str | None = None,
-    ) -> list[ThreadRecord]:
-        def op(conn: sqlite3.Connection) -> list[ThreadRecord]:
-            clauses = ["t.deleted = 0"]
-            params: list[Any] = []
-            join = ""
-            if actor_id is not None:
-                join = "JOIN thread_actors a ON a.thread_id = t.id AND a.actor_id = ?"
-                params.append(actor_id)
-            if after is not None:
-                clauses.append("t.id > ?" if order == "asc" else "t.id < ?")
-                params.append(after)
-            if before is not None:
-                clauses.append("t.id < ?" if order == "asc" else "t.id > ?")
-                params.append(before)
-            direction = "ASC" if order == "asc" else "DESC"
-            sql = f"SELECT t.* FROM threads t {join} WHERE {' AND '.join(clauses)} ORDER BY t.id {direction} LIMIT ?"
-            params.append(limit)
-            return [_thread(r) for r in conn.execute(sql, params)]
-
-        return await self._run(op)
-
-    # actors
-
-    async def list_actors(self, thread_id: str) -> list[ActorRecord]:
-        return await self._run(lambda conn: self._actors(conn, thread_id))
-
     async def get_thread_with_actors(self, thread_id: str) -> tuple[ThreadRecord, list[ActorRecord]] | None:
         def op(conn: sqlite3.Connection) -> tuple[ThreadRecord, list[ActorRecord]] | None:
-            row = self._live_thread(conn, thread_id)
-            return None if row is None else (_thread(row), self._actors(conn, thread_id))
+            row = _live_thread(conn, thread_id)
+            return None if row is None else (_thread(row), _actors(conn, thread_id))
 
         return await self._run(op)
 
-    async def put_actor(
-        self,
-        actor: ActorRecord,
-        render: ActorEventRenderer,
-        follow_up: MembershipFollowUp | None = None,
-        *,
-        max_actors: int | None = None,
-    ) -> tuple[ActorRecord, EventRecord] | None:
-        def op(conn: sqlite3.Connection) -> tuple[ActorRecord, EventRecord] | None:
-            if self._live_thread(conn, actor.thread_id) is None:
-                return None
-            before = self._actors(conn, actor.thread_id)
-            existing = conn.execute(
-                "SELECT * FROM thread_actors WHERE thread_id = ? AND actor_id = ?", (actor.thread_id, actor.id)
-            ).fetchone()
-            # counted inside BEGIN IMMEDIATE: no other join, of this process or another, writes in between
-            if existing is None and max_actors is not None and len(before) >= max_actors:
-                raise TooManyActors(max_actors, len(before) + 1)
-            if existing is None:
-                position = conn.execute(
-                    "SELECT COALESCE(MAX(position), -1) + 1 FROM thread_actors WHERE thread_id = ?", (actor.thread_id,)
-                ).fetchone()[0]
-                conn.execute(
-                    "INSERT INTO thread_actors (thread_id, actor_id, client_id, capabilities, joined_at, position)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (actor.thread_id, actor.id, actor.client_id, _dumps(actor.capabilities), actor.joined_at, position),
-                )
-                stored = actor
-            else:
-                conn.execute(
-                    "UPDATE thread_actors SET client_id = ?, capabilities = ? WHERE thread_id = ? AND actor_id = ?",
-                    (actor.client_id, _dumps(actor.capabilities), actor.thread_id, actor.id),
-                )
-                stored = ActorRecord(
-                    thread_id=actor.thread_id,
-                    id=actor.id,
-                    client_id=actor.client_id,
-                    capabilities=actor.capabilities,
-                    joined_at=existing["joined_at"],
-                )
-            event = self._append_event(conn, actor.thread_id, render(stored, existing is None))
-            self._follow_up(conn, actor.thread_id, follow_up, before)
-            return stored, event
+    async def _list_threads(self, actor_id: str | None, page: Page[str]) -> list[ThreadRecord]:
+        def op(conn: sqlite3.Connection) -> list[ThreadRecord]:
+            join, params = "", []
+            if actor_id is not None:
+                join, params = "JOIN thread_actors a ON a.thread_id = t.id AND a.actor_id = ?", [actor_id]
+            where, bounds = _within("t.id", page)
+            sql = (
+                f"SELECT t.* FROM threads t {join} WHERE t.deleted = 0{where} ORDER BY t.id {_direction(page)} LIMIT ?"
+            )
+            return [_thread(r) for r in conn.execute(sql, [*params, *bounds, page.limit])]
 
-        return await self._commit(actor.thread_id, op)
+        return await self._run(op)
 
-    async def remove_actor(
-        self, thread_id: str, actor_id: str, event: NewEvent, follow_up: MembershipFollowUp | None = None
-    ) -> EventRecord | None:
-        def op(conn: sqlite3.Connection) -> EventRecord | None:
-            if self._live_thread(conn, thread_id) is None:
-                return None
-            before = self._actors(conn, thread_id)
-            gone = conn.execute(
-                "DELETE FROM thread_actors WHERE thread_id = ? AND actor_id = ?", (thread_id, actor_id)
-            ).rowcount
-            if not gone:
-                return None
-            stored = self._append_event(conn, thread_id, event, also=(actor_id,))
-            self._follow_up(conn, thread_id, follow_up, before)
-            return stored
-
-        return await self._commit(thread_id, op)
-
-    # messages
-
-    async def append_message(
-        self,
-        message: MessageRecord,
-        event: NewEvent,
-        refs: Sequence[CapabilityRef] = (),
-        releases: Sequence[RefRelease] = (),
-    ) -> EventRecord | None:
-        def op(conn: sqlite3.Connection) -> EventRecord | None:
-            if self._live_thread(conn, message.thread_id) is None:
-                return None
-            member = conn.execute(
-                "SELECT 1 FROM thread_actors WHERE thread_id = ? AND actor_id = ?", (message.thread_id, message.actor)
-            ).fetchone()
-            if member is None:
-                raise AuthorNotMember(message.actor)
-            self._release_refs(conn, releases)
-            self._insert_refs(conn, refs)
-            stored = self._append_event(conn, message.thread_id, event)
-            message.seq = stored.seq
-            self._insert_message(conn, message)
-            return stored
-
-        return await self._commit_in_batch(message.thread_id, op)
+    async def list_actors(self, thread_id: str) -> list[ActorRecord]:
+        return await self._run(lambda conn: _actors(conn, thread_id))
 
     async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None:
         def op(conn: sqlite3.Connection) -> CapabilityRef | None:
@@ -792,94 +725,23 @@ class SQLiteStore(Store):
                 "SELECT * FROM capability_refs WHERE thread_id = ? AND kind = ? AND ref_id = ?",
                 (thread_id, kind, ref_id),
             ).fetchone()
-            if row is None:
-                return None
-            return CapabilityRef(
-                thread_id=row["thread_id"],
-                kind=row["kind"],
-                ref_id=row["ref_id"],
-                message_id=row["message_id"],
-                actor=row["actor"],
-                body=_loads(row["body"]),
-            )
+            return None if row is None else _ref(row)
 
         return await self._run(op)
 
     async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None:
         def op(conn: sqlite3.Connection) -> MessageRecord | None:
-            row = conn.execute(
-                "SELECT * FROM messages WHERE id = ? AND thread_id = ?", (message_id, thread_id)
-            ).fetchone()
-            return None if row is None else _message(row)
+            return _message_row(conn, thread_id, message_id)
 
         return await self._run(op)
 
-    async def list_messages(
-        self,
-        thread_id: str,
-        *,
-        limit: int,
-        order: Order,
-        after_seq: int | None = None,
-        before_seq: int | None = None,
-    ) -> list[MessageRecord]:
+    async def _list_messages(self, thread_id: str, page: Page[int]) -> list[MessageRecord]:
         def op(conn: sqlite3.Connection) -> list[MessageRecord]:
-            clauses = ["thread_id = ?"]
-            params: list[Any] = [thread_id]
-            if after_seq is not None:
-                clauses.append("seq > ?" if order == "asc" else "seq < ?")
-                params.append(after_seq)
-            if before_seq is not None:
-                clauses.append("seq < ?" if order == "asc" else "seq > ?")
-                params.append(before_seq)
-            direction = "ASC" if order == "asc" else "DESC"
-            params.append(limit)
-            sql = f"SELECT * FROM messages WHERE {' AND '.join(clauses)} ORDER BY seq {direction} LIMIT ?"
-            return [_message(r) for r in conn.execute(sql, params)]
+            where, bounds = _within("seq", page)
+            sql = f"SELECT * FROM messages WHERE thread_id = ?{where} ORDER BY seq {_direction(page)} LIMIT ?"
+            return [_message(r) for r in conn.execute(sql, [thread_id, *bounds, page.limit])]
 
         return await self._run(op)
-
-    async def update_message_metadata(
-        self, thread_id: str, message_id: str, metadata: dict[str, str], render: MessageEventRenderer
-    ) -> tuple[MessageRecord, EventRecord] | None:
-        def op(conn: sqlite3.Connection) -> tuple[MessageRecord, EventRecord] | None:
-            if self._live_thread(conn, thread_id) is None:
-                return None
-            updated = conn.execute(
-                "UPDATE messages SET metadata = ? WHERE id = ? AND thread_id = ?",
-                (_dumps(metadata), message_id, thread_id),
-            ).rowcount
-            if not updated:
-                return None
-            message = _message(
-                conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()  # type: ignore[arg-type]
-            )
-            return message, self._append_event(conn, thread_id, render(message))
-
-        return await self._commit(thread_id, op, thread_changed=False)
-
-    async def delete_message(self, thread_id: str, message_id: str, event: NewEvent) -> EventRecord | None:
-        def op(conn: sqlite3.Connection) -> EventRecord | None:
-            if self._live_thread(conn, thread_id) is None:
-                return None
-            gone = conn.execute("DELETE FROM messages WHERE id = ? AND thread_id = ?", (message_id, thread_id)).rowcount
-            if not gone:
-                return None
-            # A deleted request can no longer be answered; a deleted answer frees its request.
-            conn.execute("DELETE FROM capability_refs WHERE message_id = ?", (message_id,))
-            return self._append_event(conn, thread_id, event)
-
-        return await self._commit(thread_id, op, thread_changed=False)
-
-    # events
-
-    async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord | None:
-        def op(conn: sqlite3.Connection) -> EventRecord | None:
-            if self._live_thread(conn, thread_id) is None:
-                return None
-            return self._append_event(conn, thread_id, event)
-
-        return await self._commit(thread_id, op, thread_changed=False)
 
     async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
         def op(conn: sqlite3.Connection) -> list[EventRecord]:

@@ -181,10 +181,10 @@ def mongo_load_messages(db: Any, thread_id: str, count: int, members: list[str])
 
     Per batch, one `$inc` of the thread's `last_seq` and one of the `counters` document take the batch's
     seqs and gids (the store takes one of each per event); the event's audience is the thread's actors in
-    `position` order, as `_append_event` reads them."""
+    `position` order, as `MongoTx.append_event` reads them."""
     from pymongo import ASCENDING, ReturnDocument
 
-    from aitp.store.mongo import _message_doc
+    from aitp.store.mongo.documents import message_doc
 
     started = time.perf_counter()
     audience = [d["actor_id"] for d in db.thread_actors.find({"thread_id": thread_id}).sort("position", ASCENDING)]
@@ -206,7 +206,7 @@ def mongo_load_messages(db: Any, thread_id: str, count: int, members: list[str])
             events.append({"thread_id": thread_id, "seq": seq, "gid": gid, "audience": audience,
                            "type": "thread.message.created", "created_at": created_at,
                            "data": render.message(record)})  # fmt: skip
-            messages.append(_message_doc(record))
+            messages.append(message_doc(record))
         db.events.insert_many(events, ordered=False)
         db.messages.insert_many(messages, ordered=False)
         done += n
@@ -217,7 +217,7 @@ def mongo_load_threads(db: Any, count: int, actors: tuple[str, str]) -> float:
     """`count` more threads (two actors, the creation event with its audience) with insert_many; seconds."""
     from pymongo import ReturnDocument
 
-    from aitp.store.mongo import _actor_doc
+    from aitp.store.mongo.documents import actor_doc
 
     started = time.perf_counter()
     created_at = int(time.time())
@@ -234,7 +234,7 @@ def mongo_load_threads(db: Any, count: int, actors: tuple[str, str]) -> float:
             ordered=False,
         )  # fmt: skip
         db.thread_actors.insert_many(
-            [_actor_doc(ActorRecord(t, a, joined_at=created_at), i) for t in ids for i, a in enumerate(actors)],
+            [actor_doc(ActorRecord(t, a, joined_at=created_at), i) for t in ids for i, a in enumerate(actors)],
             ordered=False,
         )
         db.events.insert_many(

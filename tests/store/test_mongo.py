@@ -15,7 +15,7 @@ pytestmark = pytest.mark.parametrize("backend", ["mongo"], indirect=True)
 async def test_the_thread_document_counts_its_actors(store: Store) -> None:
     assert isinstance(store, MongoStore)
     thread, _, _ = await make_thread(store, ("alice", "bob"), ())
-    threads = store._db.threads
+    threads = store.engine.db.threads
 
     async def count() -> int:
         return int((await threads.find_one({"_id": thread.id}))["actor_count"])
@@ -31,9 +31,9 @@ async def test_the_thread_document_counts_its_actors(store: Store) -> None:
 async def test_a_thread_stored_before_actors_were_counted_is_counted_on_its_next_join(store: Store) -> None:
     assert isinstance(store, MongoStore)
     thread, _, _ = await make_thread(store, ("alice", "bob"), ())
-    await store._db.threads.update_one({"_id": thread.id}, {"$unset": {"actor_count": ""}})
+    await store.engine.db.threads.update_one({"_id": thread.id}, {"$unset": {"actor_count": ""}})
 
     with pytest.raises(TooManyActors):
         await store.put_actor(actor_rec(thread.id, "carol"), Renderer("j"), max_actors=2)
     assert await store.put_actor(actor_rec(thread.id, "carol"), Renderer("j"), max_actors=3) is not None
-    assert (await store._db.threads.find_one({"_id": thread.id}))["actor_count"] == 3
+    assert (await store.engine.db.threads.find_one({"_id": thread.id}))["actor_count"] == 3

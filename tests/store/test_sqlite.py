@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from aitp.store import open_store
-from aitp.store import sqlite as sqlite_store
 from aitp.store.base import DuplicateRef
 from aitp.store.sqlite import SQLiteStore
+from aitp.store.sqlite import engine as sqlite_engine
+from aitp.store.sqlite.engine import SQLiteEngine
 from tests.store.test_contract import actor_rec, ev, message_rec, ref_rec, thread_rec
 
 
@@ -106,13 +107,13 @@ async def test_deleting_a_thread_runs_on_the_store_thread(store: SQLiteStore) ->
 
 async def test_the_wal_stays_bounded_under_steady_writes(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     # the loop's connection never checkpoints: the store thread does, and the log restarts after each one
-    monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 20)
+    monkeypatch.setattr(sqlite_engine, "CHECKPOINT_EVERY", 20)
     thread_id = await new_thread(store)
     wal = Path(store.path + "-wal")
     for i in range(400):
         await store.append_message(message_rec(thread_id, f"m{i}"), ev("thread.message.created"))
         await asyncio.sleep(0.001)  # a server waits for its clients: the store thread gets its turn
-    while store._checkpoint is not None:  # let the last one finish
+    while store.engine._checkpoint is not None:  # let the last one finish
         await asyncio.sleep(0.01)
     # 400 commits write ~3,600 pages (14 MB) to the log: without checkpoints it would hold them all;
     # its file keeps its largest size, about what 20 commits (and those during a checkpoint) write
@@ -123,11 +124,11 @@ async def test_the_wal_stays_bounded_under_steady_writes(store: SQLiteStore, mon
 async def test_writes_that_meet_a_checkpoint_wait_for_it_then_land(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_store, "CHECKPOINT_EVERY", 2)  # commits: concurrent appends share them
+    monkeypatch.setattr(sqlite_engine, "CHECKPOINT_EVERY", 2)  # commits: concurrent appends share them
     checkpoints = []
-    real_checkpoint = SQLiteStore._checkpoint_wal
+    real_checkpoint = SQLiteEngine._checkpoint_wal
 
-    def slow_checkpoint(self: SQLiteStore) -> None:  # holds the write lock for 50 ms, as a big one would
+    def slow_checkpoint(self: SQLiteEngine) -> None:  # holds the write lock for 50 ms, as a big one would
         assert self._thread_conn is not None
         self._thread_conn.execute("BEGIN IMMEDIATE")
         time.sleep(0.05)
@@ -135,16 +136,16 @@ async def test_writes_that_meet_a_checkpoint_wait_for_it_then_land(
         real_checkpoint(self)
         checkpoints.append(1)
 
-    monkeypatch.setattr(SQLiteStore, "_checkpoint_wal", slow_checkpoint)
-    assert store._executor is not None
-    submit = store._executor.submit
+    monkeypatch.setattr(SQLiteEngine, "_checkpoint_wal", slow_checkpoint)
+    assert store.engine._executor is not None
+    submit = store.engine._executor.submit
     on_thread: list[str] = []
 
     def record(fn: Any, *args: Any) -> Any:
         on_thread.append(getattr(fn, "__name__", repr(fn)))
         return submit(fn, *args)
 
-    monkeypatch.setattr(store._executor, "submit", record)
+    monkeypatch.setattr(store.engine._executor, "submit", record)
     thread_id = await new_thread(store)
     ticker = Ticker()
 
@@ -165,13 +166,13 @@ async def test_writes_that_meet_a_checkpoint_wait_for_it_then_land(
 async def test_appends_arriving_together_share_one_commit(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     thread_id = await new_thread(store)
     transactions = []
-    write = store._write
+    write = store.engine.write
 
     async def counted(op: Any, **options: Any) -> Any:
         transactions.append(op)
         return await write(op, **options)
 
-    monkeypatch.setattr(store, "_write", counted)
+    monkeypatch.setattr(store.engine, "write", counted)
     stored = await asyncio.gather(
         *(store.append_message(message_rec(thread_id, f"m{i}"), ev("thread.message.created")) for i in range(8))
     )
@@ -248,11 +249,12 @@ SYNCHRONOUS_VALUES = {0: "off", 1: "normal", 2: "full", 3: "extra"}
 
 async def synchronous_in_effect(store: SQLiteStore) -> tuple[str, str]:
     """PRAGMA synchronous as each connection sees it: the loop's, and the store thread's (read on that thread)."""
-    assert store._loop_conn is not None and store._thread_conn is not None and store._executor is not None
-    thread_conn = store._thread_conn
-    on_loop = store._loop_conn.execute("PRAGMA synchronous").fetchone()[0]
+    engine = store.engine
+    assert engine._loop_conn is not None and engine._thread_conn is not None and engine._executor is not None
+    thread_conn = engine._thread_conn
+    on_loop = engine._loop_conn.execute("PRAGMA synchronous").fetchone()[0]
     on_thread = await asyncio.get_running_loop().run_in_executor(
-        store._executor, lambda: thread_conn.execute("PRAGMA synchronous").fetchone()[0]
+        engine._executor, lambda: thread_conn.execute("PRAGMA synchronous").fetchone()[0]
     )
     return SYNCHRONOUS_VALUES[on_loop], SYNCHRONOUS_VALUES[on_thread]
 

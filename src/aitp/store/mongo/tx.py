@@ -1,0 +1,206 @@
+"""The transaction primitives in a MongoDB session's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pymongo import DESCENDING, ReturnDocument
+from pymongo.errors import DuplicateKeyError
+
+from aitp.store.base import (
+    ActorRecord,
+    CapabilityRef,
+    EventRecord,
+    MessageRecord,
+    NewEvent,
+    RefRelease,
+    ThreadRecord,
+)
+from aitp.store.mongo.documents import (
+    Session,
+    actor_doc,
+    message_doc,
+    message_record,
+    ref_key,
+    thread_actors,
+    thread_record,
+)
+from aitp.store.transaction import Tx
+
+
+class MongoTx(Tx):
+    """The primitives in a session's transaction. Writers of one thread all update its document (`last_seq`),
+    so MongoDB fails all but one of concurrent writers with a write conflict, and they run again."""
+
+    __slots__ = ("db", "session")
+
+    def __init__(self, db: Any, session: Session) -> None:
+        self.db = db
+        self.session = session
+
+    async def insert_thread(self, thread: ThreadRecord, actors: Sequence[ActorRecord]) -> None:
+        await self.db.threads.insert_one(
+            {
+                "_id": thread.id,
+                "created_at": thread.created_at,
+                "creator": thread.creator,
+                "metadata": thread.metadata,
+                "parent_id": thread.parent_id,
+                "tool_resources": thread.tool_resources,
+                "last_seq": 0,
+                "deleted": False,
+                "actor_count": len(actors),
+            },
+            session=self.session,
+        )
+        if actors:
+            await self.db.thread_actors.insert_many(
+                [actor_doc(a, i) for i, a in enumerate(actors)], session=self.session
+            )
+
+    async def thread_is_live(self, thread_id: str) -> bool:
+        live = {"_id": thread_id, "deleted": False}
+        return await self.db.threads.find_one(live, {"_id": 1}, session=self.session) is not None
+
+    async def update_thread(self, thread_id: str, changes: dict[str, Any]) -> ThreadRecord | None:
+        doc = await self.db.threads.find_one_and_update(
+            {"_id": thread_id, "deleted": False},
+            {"$set": {k: v for k, v in changes.items() if k in ("metadata", "tool_resources")}},
+            return_document=ReturnDocument.AFTER,
+            session=self.session,
+        )
+        return None if doc is None else thread_record(doc)
+
+    async def clear_thread(self, thread_id: str) -> None:
+        tombstone = {"$set": {"deleted": True, "metadata": {}, "tool_resources": None}}
+        await self.db.threads.update_one({"_id": thread_id}, tombstone, session=self.session)
+        for name in ("messages", "thread_actors", "events", "capability_refs"):
+            await self.db[name].delete_many({"thread_id": thread_id}, session=self.session)
+
+    async def actors(self, thread_id: str) -> list[ActorRecord]:
+        return await thread_actors(self.db, thread_id, self.session)
+
+    async def is_member(self, thread_id: str, actor_id: str) -> bool:
+        member = {"thread_id": thread_id, "actor_id": actor_id}
+        return await self.db.thread_actors.find_one(member, {"_id": 1}, session=self.session) is not None
+
+    async def take_seat(self, thread_id: str, members: int, limit: int | None) -> bool:
+        """Counting the actor documents would not do: two transactions inserting different actors do not
+        conflict, so each could see the other's seat as free. Both update the thread's `actor_count`
+        instead, through a filter that matches only below the limit: MongoDB fails the second writer of
+        one document with a write conflict and `with_transaction` runs it again on the newer count."""
+        threads = self.db.threads
+        thread = await threads.find_one({"_id": thread_id}, {"actor_count": 1}, session=self.session)
+        if not isinstance(thread.get("actor_count"), int):  # stored before actors were counted: count them now
+            await threads.update_one({"_id": thread_id}, {"$set": {"actor_count": members}}, session=self.session)
+        guard: dict[str, Any] = {"_id": thread_id}
+        if limit is not None:
+            guard["actor_count"] = {"$lt": limit}
+        taken = await threads.update_one(guard, {"$inc": {"actor_count": 1}}, session=self.session)
+        return bool(taken.matched_count)
+
+    async def free_seat(self, thread_id: str, members: int) -> None:
+        await self.db.threads.update_one({"_id": thread_id}, {"$set": {"actor_count": members}}, session=self.session)
+
+    async def insert_actor(self, actor: ActorRecord) -> None:
+        members = self.db.thread_actors
+        last = await members.find_one(
+            {"thread_id": actor.thread_id}, sort=[("position", DESCENDING)], session=self.session
+        )
+        position = 0 if last is None else last["position"] + 1
+        await members.insert_one(actor_doc(actor, position), session=self.session)
+
+    async def update_actor(self, actor: ActorRecord) -> None:
+        await self.db.thread_actors.update_one(
+            {"_id": f"{actor.thread_id}/{actor.id}"},
+            {"$set": {"client_id": actor.client_id, "capabilities": actor.capabilities}},
+            session=self.session,
+        )
+
+    async def delete_actor(self, thread_id: str, actor_id: str) -> bool:
+        result = await self.db.thread_actors.delete_one({"_id": f"{thread_id}/{actor_id}"}, session=self.session)
+        return result.deleted_count > 0
+
+    async def insert_message(self, message: MessageRecord) -> None:
+        await self.db.messages.insert_one(message_doc(message), session=self.session)
+
+    async def set_message_metadata(
+        self, thread_id: str, message_id: str, metadata: dict[str, str]
+    ) -> MessageRecord | None:
+        doc = await self.db.messages.find_one_and_update(
+            {"_id": message_id, "thread_id": thread_id},
+            {"$set": {"metadata": metadata}},
+            return_document=ReturnDocument.AFTER,
+            session=self.session,
+        )
+        return None if doc is None else message_record(doc)
+
+    async def delete_message(self, thread_id: str, message_id: str) -> bool:
+        result = await self.db.messages.delete_one({"_id": message_id, "thread_id": thread_id}, session=self.session)
+        return result.deleted_count > 0
+
+    async def insert_ref(self, ref: CapabilityRef) -> bool:
+        try:
+            await self.db.capability_refs.insert_one(
+                {
+                    "_id": ref_key(ref.thread_id, ref.kind, ref.ref_id),
+                    "thread_id": ref.thread_id,
+                    "kind": ref.kind,
+                    "ref_id": ref.ref_id,
+                    "message_id": ref.message_id,
+                    "actor": ref.actor,
+                    "body": ref.body,
+                },
+                session=self.session,
+            )
+        except DuplicateKeyError:
+            return False
+        return True
+
+    async def release_ref(self, release: RefRelease) -> bool:
+        key = ref_key(release.thread_id, release.kind, release.ref_id)
+        gone = await self.db.capability_refs.delete_one(
+            {"_id": key, "message_id": release.message_id}, session=self.session
+        )
+        return gone.deleted_count > 0
+
+    async def delete_refs_of(self, message_id: str) -> None:
+        await self.db.capability_refs.delete_many({"message_id": message_id}, session=self.session)
+
+    async def append_event(self, thread_id: str, event: NewEvent, also: Sequence[str] = ()) -> EventRecord:
+        doc = await self.db.threads.find_one_and_update(
+            {"_id": thread_id},
+            {"$inc": {"last_seq": 1}},
+            projection={"last_seq": 1},
+            return_document=ReturnDocument.AFTER,
+            session=self.session,
+        )
+        seq = doc["last_seq"]
+        # The store-wide position comes from one counter updated inside the transaction: a concurrent
+        # writer conflicts on it and retries after this one commits, so gid order is commit order.
+        counter = await self.db.counters.find_one_and_update(
+            {"_id": "events"},
+            {"$inc": {"gid": 1}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+            session=self.session,
+        )
+        gid = counter["gid"]
+        audience = [a.id for a in await self.actors(thread_id)]
+        audience += [a for a in also if a not in audience]
+        await self.db.events.insert_one(
+            {
+                "thread_id": thread_id,
+                "seq": seq,
+                "gid": gid,
+                "audience": audience,
+                "type": event.type,
+                "created_at": event.created_at,
+                "data": event.data,
+            },
+            session=self.session,
+        )
+        return EventRecord(
+            thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid
+        )

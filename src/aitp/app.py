@@ -12,12 +12,13 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from aitp import __version__
-from aitp.api import actors, capabilities, errors, events, fetch, keys, messages, openapi, threads
-from aitp.api.body_limit import BodyLimitMiddleware
+from aitp.api import errors, openapi
 from aitp.api.idempotency import IdempotencyMiddleware
+from aitp.api.routes import NoKeyNeeded, api_routes
 from aitp.api.web import WebMount
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.config import Settings
+from aitp.context import ContextMiddleware
 from aitp.events.hub import Hub
 from aitp.gate import Gate
 from aitp.runtime import Runtime
@@ -68,19 +69,14 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         description="Thread service for the Agent Interaction & Transaction Protocol: OpenAI Assistants v2 "
         "Threads API compatible, plus AITP-T01 actors and capabilities.",
         lifespan=lifespan,
+        routes=api_routes(),
     )
-    app.state.runtime = runtime
+    app.state.runtime = runtime  # for tests and tools; requests find it in their scope (aitp.context)
     errors.install(app)
     openapi.install(app)
-    # Middleware added later wraps this one (the last added is the outermost): a body-size limit must
-    # be added after it, so bodies are limited before they are buffered here.
+    # The last middleware added is the outermost: the context (key, rate, body limit) comes first.
     app.add_middleware(IdempotencyMiddleware, runtime=runtime)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=lambda: runtime.settings.max_body_bytes)
-    # Each router's routes go straight into the app's list (each carries its /v1 prefix): FastAPI 0.165
-    # keeps an included router whole and matches a request through it twice, ~60 µs per request (a tenth
-    # of a POST message, bench/ingest.py). Messages first: the hottest routes are tried first.
-    for module in (messages, threads, actors, capabilities, events, keys, fetch):
-        app.router.routes.extend(module.router.routes)
+    app.add_middleware(ContextMiddleware, runtime=runtime, public=NoKeyNeeded(app.routes), refuse=errors.refusal)
 
     @app.get("/health", tags=["health"], summary="Liveness (no key needed)")
     async def health() -> dict[str, str]:

@@ -22,11 +22,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from aitp.api import errors
 from aitp.api.idempotency import IdempotencyMiddleware
+from aitp.api.routes import NoKeyNeeded
 from aitp.app import create_app
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.client import AitpClient, Unprocessable
 from aitp.config import Settings
+from aitp.context import ContextMiddleware
 from aitp.events.hub import Hub
 from aitp.runtime import Runtime
 from aitp.services.idempotency import PENDING_TIMEOUT, fingerprint
@@ -365,14 +368,17 @@ class Flaky:
 
 
 def guarded(app: Flaky, store: Store, **settings: Any) -> httpx.AsyncClient:
-    """`app` behind the idempotency middleware alone (no body-size middleware in front of it)."""
+    """`app` behind the idempotency middleware, behind the context middleware (key, rate, body limit)."""
     runtime = Runtime(
         store=store,
         registry=Registry.from_directory(default_directory()),
         settings=Settings(admin_key=ADMIN_KEY, **settings),
         hub=Hub(store),
     )
-    transport = httpx.ASGITransport(app=IdempotencyMiddleware(app, runtime=runtime), raise_app_exceptions=False)
+    guard = ContextMiddleware(
+        IdempotencyMiddleware(app, runtime=runtime), runtime, public=NoKeyNeeded([]), refuse=errors.refusal
+    )
+    transport = httpx.ASGITransport(app=guard, raise_app_exceptions=False)
     return httpx.AsyncClient(
         transport=transport, base_url="http://aitp.test/v1", headers={"Authorization": f"Bearer {ADMIN_KEY}"}
     )

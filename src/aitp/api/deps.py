@@ -1,49 +1,26 @@
-"""Dependencies every route uses: the runtime and the authenticated principal."""
+"""Dependencies every route uses: the runtime and the principal, both left in the scope by the context
+middleware (`aitp.context`), which checked and counted the key before any route ran."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.dependencies.models import Dependant
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from starlette.datastructures import Headers
-from starlette.types import Scope
 
-from aitp.auth import bearer_token
+from aitp.context import principal_of, runtime_of
 from aitp.errors import PermissionDenied
-from aitp.gate import Gate
 from aitp.principals import Principal
 from aitp.runtime import Runtime
-
-# Declares the scheme in the OpenAPI document; the header itself is parsed by `bearer_token`.
-_bearer = HTTPBearer(auto_error=False, description="An aitp API key: `Authorization: Bearer aitp_...`")
-
-# Where a request keeps the principal it was authenticated (and counted) as: whoever checks the key first
-# (the idempotency middleware, a route before it reads the body, the dependency) does it for all the others.
-PRINCIPAL_SCOPE_KEY = "aitp.principal"
 
 
 async def get_runtime(request: Request) -> Runtime:
     # async, though it awaits nothing: FastAPI runs a plain `def` dependency in a worker thread
-    return request.app.state.runtime
+    return runtime_of(request.scope)
 
 
-async def principal_of(scope: Scope, runtime: Runtime) -> Principal:
-    """Who the request acts as: its key checked (401) and counted against the rate limit (429) once per request."""
-    principal: Principal | None = scope.get(PRINCIPAL_SCOPE_KEY)
-    if principal is None:
-        token = bearer_token(Headers(scope=scope).get("authorization"))
-        principal = await runtime.state(Gate).admit(token)
-        scope[PRINCIPAL_SCOPE_KEY] = principal
-    return principal
-
-
-async def get_principal(
-    request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-) -> Principal:
-    return await principal_of(request.scope, request.app.state.runtime)
+async def get_principal(request: Request) -> Principal:
+    return principal_of(request.scope)
 
 
 async def get_admin(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
@@ -52,29 +29,24 @@ async def get_admin(principal: Annotated[Principal, Depends(get_principal)]) -> 
     return principal
 
 
-def key_check(dependant: Dependant) -> Callable[[Request], Awaitable[Principal]] | None:
-    """What a route's dependencies check of the caller's key, as one call a route can make before it reads
-    the body (401, 429, then 403 for admin routes): a request without a valid key costs no body reading or
-    parsing. None for routes that take no key."""
+def _calls(dependant: Dependant) -> set[object]:
     calls = set()
     pending = list(dependant.dependencies)
     while pending:
         dependency = pending.pop()
         calls.add(dependency.call)
         pending.extend(dependency.dependencies)
-    if get_admin in calls:
+    return calls
 
-        async def admin(request: Request) -> Principal:
-            return await get_admin(await principal_of(request.scope, request.app.state.runtime))
 
-        return admin
-    if get_principal in calls:
+def needs_key(dependant: Dependant) -> bool:
+    """Whether a route asks who the caller is: every route that takes a principal (or admin) needs a key."""
+    return bool(_calls(dependant) & {get_principal, get_admin})
 
-        async def principal(request: Request) -> Principal:
-            return await principal_of(request.scope, request.app.state.runtime)
 
-        return principal
-    return None
+def needs_admin(dependant: Dependant) -> bool:
+    """Whether a route takes an admin: checked before its body is read (403 before any body error)."""
+    return get_admin in _calls(dependant)
 
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]

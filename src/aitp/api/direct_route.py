@@ -23,8 +23,9 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from aitp.api.deps import get_admin, get_principal, get_runtime, key_check
+from aitp.api.deps import get_admin, get_principal, get_runtime
 from aitp.api.json_body import StrictJSONRoute, declares_json
+from aitp.context import principal_of
 from aitp.inputs.strict_json import parse_json
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -51,11 +52,11 @@ class DirectRoute(StrictJSONRoute):
         if plan is None:
             return fallback
         endpoint = self.endpoint
-        check_key = key_check(self.dependant)
 
         async def handler(request: Request) -> Response:
-            # 401/429 (and 403 for admin routes) before a byte of the body is read
-            principal = await check_key(request) if check_key is not None else None
+            principal = principal_of(request.scope) if plan.principal else None
+            if plan.admin:
+                await get_admin(principal)  # type: ignore[arg-type]  # 403 before a byte of the body is read
             if not declares_json(request.headers.get("content-type")):
                 return await fallback(request)
             raw = await request.body()

@@ -10,10 +10,14 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from aitp.api.responses import FastJSONResponse
 from aitp.errors import APIError, InvalidRequest, most_specific_error, param_of
+from aitp.events.stream import CLOSE_UNAUTHENTICATED
 from aitp.models import ErrorResponse
+from aitp.services.connections import close_code
 
 log = logging.getLogger("aitp")
 
@@ -96,6 +100,21 @@ def allowed_methods(request: Request) -> list[str]:
 
 def _respond(error: APIError) -> FastJSONResponse:
     return FastJSONResponse(error.envelope(), status_code=error.status_code, headers=error.headers)
+
+
+def refusal(error: APIError, scope: Scope) -> ASGIApp:
+    """The answer to a request refused before any route runs (`aitp.context`): the envelope over HTTP; a
+    WebSocket is accepted, then closed with the refusal's code (4401, or 4429 when over a limit) and its
+    message as the reason, so the client can tell why."""
+    if scope["type"] != "websocket":
+        return _respond(error)
+
+    async def close(scope: Scope, receive: Receive, send: Send) -> None:
+        websocket = WebSocket(scope, receive, send)
+        await websocket.accept()
+        await websocket.close(close_code(error, CLOSE_UNAUTHENTICATED), reason=error.message[:120])
+
+    return close
 
 
 def install(app: FastAPI) -> None:

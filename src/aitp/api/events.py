@@ -11,9 +11,9 @@ from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.errors import KEYED, error_responses
 from aitp.api.live import serve_websocket, sse_cursor, sse_response, wants_event_stream
 from aitp.api.responses import FastJSONResponse
+from aitp.context import runtime_of
 from aitp.inputs.strict_json import INT64_MAX
 from aitp.models import EventList, InboxEventList
-from aitp.runtime import Runtime
 from aitp.services import events, streams
 
 router = APIRouter(prefix="/v1", tags=["events"])
@@ -71,7 +71,7 @@ async def inbox_events(
 
 @router.websocket("/threads/{thread_id}/events/ws")
 async def thread_events_ws(websocket: WebSocket, thread_id: str, after: AfterSeq = 0) -> None:
-    rt: Runtime = websocket.app.state.runtime
+    rt = runtime_of(websocket.scope)
     await serve_websocket(
         websocket,
         lambda principal: streams.thread_stream(rt, principal, thread_id, after),
@@ -81,7 +81,7 @@ async def thread_events_ws(websocket: WebSocket, thread_id: str, after: AfterSeq
 
 @router.websocket("/actors/me/events/ws")
 async def inbox_events_ws(websocket: WebSocket, after: AfterCursor = 0) -> None:
-    rt: Runtime = websocket.app.state.runtime
+    rt = runtime_of(websocket.scope)
     await serve_websocket(
         websocket,
         lambda principal: streams.inbox_stream(rt, principal, after),

@@ -1,11 +1,10 @@
 """`Idempotency-Key` on every POST under /v1: a retry gets the first response instead of a second write.
 
-A pure ASGI middleware, so it covers every POST route as it is, with no route knowing about it. It
-acts only on authenticated requests (the key is scoped per caller: an unauthenticated request passes
-through to get its 401, its body unread, and stores nothing; one over its rate limit gets its 429 here),
-buffers the body to fingerprint it, reserves the key, runs
-the route, and stores its response before sending it, so a client that has the answer also finds it
-stored. Replays carry `Idempotent-Replayed: true`.
+A pure ASGI middleware, so it covers every POST route as it is, with no route knowing about it. It runs
+behind the context middleware (`aitp.context`), so a request it sees has its key checked and counted
+and its body limited; it acts only on requests made with a key (keys are scoped per caller), buffers
+the body to fingerprint it, reserves the key, runs the route, and stores its response before sending
+it, so a client that has the answer also finds it stored. Replays carry `Idempotent-Replayed: true`.
 """
 
 from __future__ import annotations
@@ -18,10 +17,10 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aitp.api.body_limit import too_large
-from aitp.api.deps import principal_of
 from aitp.api.responses import FastJSONResponse
-from aitp.errors import APIError, Conflict, Unauthenticated
+from aitp.context import PRINCIPAL
+from aitp.errors import APIError, Conflict
+from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services import idempotency
 from aitp.services.idempotency import Replay, Reservation
@@ -44,28 +43,18 @@ class IdempotencyMiddleware:
         if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].startswith(PREFIX):
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        values = headers.getlist(idempotency.HEADER)
-        if not values:
+        values = Headers(scope=scope).getlist(idempotency.HEADER)
+        principal: Principal | None = scope.get(PRINCIPAL)
+        if not values or principal is None:
             await self.app(scope, receive, send)
             return
         rt = self.runtime
-        try:
-            # the key checked and counted once for the whole request (the route reuses it): before the
-            # body is read or hashed, and before a record is reserved
-            principal = await principal_of(scope, rt)
-        except Unauthenticated:
-            await self.app(scope, receive, send)  # the route refuses it (401); nothing to remember
-            return
-        except APIError as error:  # over the rate limit (429)
-            await _refusal(error)(scope, receive, send)
-            return
         path: str = scope["path"]
         try:
             if len(values) > 1:
                 idempotency.checked_key(None)  # several keys: refused like a malformed one
             key = idempotency.checked_key(values[0])
-            body = await _read_body(receive, rt.settings.max_body_bytes)
+            body = await _read_body(receive)
             if body is None:
                 return  # the client left while sending
             outcome = await idempotency.begin(rt, principal, key, idempotency.fingerprint("POST", path, body))
@@ -103,20 +92,15 @@ class IdempotencyMiddleware:
             await send(message)
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The whole request body, or None if the client left. `BodyLimitMiddleware` runs first; the limit
-    is checked again only because this buffers the body, and must not buffer more whatever the order."""
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or None if the client left (never more than the context middleware's limit:
+    its `receive` refuses the chunk that would cross it)."""
     chunks: list[bytes] = []
-    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if 0 < limit < size:
-            raise too_large(limit)
-        chunks.append(chunk)
+        chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(chunks)
 

@@ -14,7 +14,8 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from aitp.api.deps import key_check
+from aitp.api.deps import get_admin, needs_admin
+from aitp.context import principal_of
 from aitp.errors import InvalidRequest
 from aitp.inputs.strict_json import parse_json
 
@@ -52,19 +53,19 @@ def empty_body_refusal(body_type: TypeAdapter[Any] | None) -> Exception | None:
 class StrictJSONRoute(APIRoute):
     """An APIRoute whose JSON body goes through `parse_json` before FastAPI validates it.
 
-    The caller's key is checked before the body is read; an empty body means `{}` (`empty_body_refusal`)."""
+    An admin route refuses other keys before the body is read; an empty body means `{}` (`empty_body_refusal`)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()
         if self.body_field is None:
             return handle
-        check_key = key_check(self.dependant)
+        admin_only = needs_admin(self.dependant)
         required = self.body_field.field_info.is_required()
         body_type = TypeAdapter(self.body_field.field_info.annotation) if required else None
 
         async def handler(request: Request) -> Response:
-            if check_key is not None:
-                await check_key(request)
+            if admin_only:
+                await get_admin(principal_of(request.scope))  # 403 before any body error
             # Read once, here: a second read of the stream would wait for a body that never comes.
             body = await request.body()
             if not body:

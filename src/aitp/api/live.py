@@ -30,20 +30,12 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from aitp.api.errors import validation_error
-from aitp.auth import bearer_token
+from aitp.context import principal_of, runtime_of, token_of
 from aitp.errors import APIError, InvalidRequest, Unauthenticated
-from aitp.events.stream import (
-    CLOSE_NOT_FOUND,
-    CLOSE_SLOW_CONSUMER,
-    CLOSE_UNAUTHENTICATED,
-    EventStream,
-    Frame,
-    Overflow,
-)
+from aitp.events.stream import CLOSE_NOT_FOUND, CLOSE_SLOW_CONSUMER, EventStream, Frame, Overflow
 from aitp.gate import Gate
 from aitp.inputs.strict_json import INT64_MAX, parse_json
 from aitp.principals import Principal
-from aitp.runtime import Runtime
 from aitp.services import revocation
 from aitp.services.connections import close_code, stream_slots
 
@@ -134,31 +126,15 @@ async def _until_disconnected(receive: Receive, stream: EventStream) -> None:
 # ------------------------------------------------------------------------------------ WebSocket
 
 
-def _websocket_token(websocket: WebSocket) -> str:
-    """The key of `?token=` (browsers cannot set headers) or of the Authorization header (401 if none)."""
-    return websocket.query_params.get("token") or bearer_token(websocket.headers.get("authorization"))
-
-
-async def _websocket_principal(websocket: WebSocket, rt: Runtime) -> Principal | None:
-    """Authenticate the connect; None if refused (the socket is then closed)."""
-    try:
-        return await rt.state(Gate).admit(_websocket_token(websocket))  # a connect counts as a request
-    except APIError as error:
-        await websocket.close(close_code(error, CLOSE_UNAUTHENTICATED), reason=error.message[:120])
-        return None
-
-
 async def serve_websocket(
     websocket: WebSocket,
     open_stream: Callable[[Principal], AbstractAsyncContextManager[EventStream]],
     post: Callable[[Principal, dict[str, Any]], Awaitable[dict[str, Any]]],
 ) -> None:
-    """Accept, authenticate, open the caller's stream (4403 if refused) and serve it with post ops."""
-    rt: Runtime = websocket.app.state.runtime
+    """Accept, open the caller's stream (4403 if refused) and serve it with post ops. The connect was
+    authenticated and counted before (`aitp.context`: 4401, 4429)."""
+    rt, principal = runtime_of(websocket.scope), principal_of(websocket.scope)
     await websocket.accept()
-    principal = await _websocket_principal(websocket, rt)
-    if principal is None:
-        return
     opened = open_stream(principal)
     try:
         stream = await opened.__aenter__()
@@ -170,7 +146,7 @@ async def serve_websocket(
         # Each post authenticates its key again, as an HTTP request would: a revoked key posts nothing more
         # (401), and its streams here end at once (4401).
         try:
-            current = await rt.state(Gate).admit(_websocket_token(websocket))
+            current = await rt.state(Gate).admit(token_of(websocket.scope))
         except Unauthenticated:
             if principal.key_id is not None:
                 revocation.key_revoked(principal.key_id, rt.state(Gate).principals, rt.state(stream_slots))

@@ -2,8 +2,9 @@
 
 FastAPI documents a 422 with its own `{"detail": [...]}` body on every route that takes input. This
 service answers invalid input with 400 and the error envelope instead (`aitp.api.errors`), and lists a
-422, with the envelope, only on routes that can give one; so the stock entry is removed. The
-`Idempotency-Key` header, read by a middleware rather than by the routes, is declared on every POST.
+422, with the envelope, only on routes that can give one; so the stock entry is removed. The key and the
+`Idempotency-Key` header, read by middleware rather than by the routes, are declared where they apply:
+the key on every route that takes a principal, the header on every POST.
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from starlette.routing import BaseRoute
+
+from aitp.api.deps import needs_key
 
 STOCK_SCHEMAS = ("HTTPValidationError", "ValidationError")
 _STOCK_REF = "#/components/schemas/HTTPValidationError"
@@ -24,6 +29,7 @@ def install(app: FastAPI) -> None:
         if app.openapi_schema is None:
             document = build()  # `build` caches the document it returns
             drop_stock_validation_errors(document)
+            declare_bearer_key(document, app.routes)
             declare_idempotency_key(document)
         assert app.openapi_schema is not None
         return app.openapi_schema
@@ -41,6 +47,26 @@ def drop_stock_validation_errors(document: dict[str, Any]) -> None:
     schemas = document.get("components", {}).get("schemas", {})
     for name in STOCK_SCHEMAS:
         schemas.pop(name, None)
+
+
+BEARER = "HTTPBearer"
+BEARER_SCHEME = {
+    "type": "http",
+    "description": "An aitp API key: `Authorization: Bearer aitp_...`",
+    "scheme": "bearer",
+}
+
+
+def declare_bearer_key(document: dict[str, Any], routes: list[BaseRoute]) -> None:
+    """The bearer key scheme, required by the operation of every route that takes a principal."""
+    document.setdefault("components", {}).setdefault("securitySchemes", {})[BEARER] = BEARER_SCHEME
+    paths = document.get("paths", {})
+    for route in routes:
+        if isinstance(route, APIRoute) and route.include_in_schema and needs_key(route.dependant):
+            for method in route.methods:
+                operation = paths.get(route.path_format, {}).get(method.lower())
+                if operation is not None:
+                    operation["security"] = [{BEARER: []}]
 
 
 IDEMPOTENCY_KEY = {

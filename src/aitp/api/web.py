@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.routing import Match, Mount
 from starlette.types import Scope
 
-API_PREFIX = "/v1/"
+from aitp.api.routes import PREFIX
 
 
 class WebMount(Mount):
@@ -16,6 +16,6 @@ class WebMount(Mount):
     `Allow`, and an unknown `/v1/` path the UI's 404 instead of the JSON one."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] == "http" and (scope["method"] not in ("GET", "HEAD") or scope["path"].startswith(API_PREFIX)):
+        if scope["type"] == "http" and (scope["method"] not in ("GET", "HEAD") or scope["path"].startswith(PREFIX)):
             return Match.NONE, {}
         return super().matches(scope)

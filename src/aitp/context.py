@@ -1,0 +1,139 @@
+"""One request's context, settled once before any route runs: who it acts as, that its key may make one
+more request, and how much body it may send.
+
+`ContextMiddleware` (pure ASGI, as Starlette's AuthenticationMiddleware) takes every HTTP request and
+WebSocket connect of the app, in this order:
+
+1. its key, `Authorization: Bearer <key>` (on a WebSocket also `?token=<key>`: browsers cannot set headers
+   there), is resolved to its principal (401), before a byte of the body is read;
+2. the request is counted against that key's rate (429); both through the app's `aitp.gate.Gate`;
+3. its body is limited (413 `request_too_large`): a declared `Content-Length` over the limit is refused
+   unread, a streamed one is cut at the chunk that crosses it (whoever reads the body, a route or a
+   wrapper of one, never holds more), and the answer says `Connection: close`;
+
+then it leaves the principal and the runtime in the scope (`principal_of`, `runtime_of`) for the routes and
+what wraps them (idempotency). Requests the app serves without a key (`public`, told by the routes) are
+not asked for one. Refusals are rendered by the face the request came through (`refuse`): an error
+envelope over HTTP, a close code on a WebSocket. The request head and connections are limited below the
+app (`aitp.http_protocol`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from starlette.datastructures import Headers, QueryParams
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from aitp.auth import bearer_token
+from aitp.errors import APIError, PayloadTooLarge
+from aitp.gate import Gate
+from aitp.principals import Principal
+from aitp.runtime import Runtime
+
+PRINCIPAL = "aitp.principal"  # scope key: who the request acts as (absent on public requests)
+RUNTIME = "aitp.runtime"  # scope key: the app's runtime
+
+Refuse = Callable[[APIError, Scope], ASGIApp]  # the answer to a request refused here, as its face says it
+
+
+def principal_of(scope: Scope) -> Principal:
+    """Who the request acts as (a request to a route that takes a key always has one)."""
+    principal: Principal = scope[PRINCIPAL]
+    return principal
+
+
+def runtime_of(scope: Scope) -> Runtime:
+    runtime: Runtime = scope[RUNTIME]
+    return runtime
+
+
+def token_of(scope: Scope) -> str:
+    """The request's key: a WebSocket's `?token=`, else the `Authorization: Bearer` header (401 if neither)."""
+    if scope["type"] == "websocket" and (token := QueryParams(scope["query_string"]).get("token")):
+        return token
+    return bearer_token(Headers(scope=scope).get("authorization"))
+
+
+def too_large(limit: int) -> PayloadTooLarge:
+    error = PayloadTooLarge(
+        f"The request body is larger than the server accepts ({limit} bytes).", code="request_too_large"
+    )
+    error.headers = {"Connection": "close"}  # the rest of the body is not read
+    return error
+
+
+class BodyTooLarge(Exception):
+    """Raised into the app from `receive` when the streamed body crosses the limit."""
+
+
+class ContextMiddleware:
+    def __init__(self, app: ASGIApp, runtime: Runtime, public: Callable[[Scope], bool], refuse: Refuse) -> None:
+        self.app = app
+        self.runtime = runtime
+        self.public = public
+        self.refuse = refuse
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)  # lifespan
+            return
+        scope[RUNTIME] = self.runtime
+        try:
+            if not self.public(scope):
+                scope[PRINCIPAL] = await self.runtime.state(Gate).admit(token_of(scope))
+            limit = self.runtime.settings.max_body_bytes  # read per request: changed settings apply at once
+            if scope["type"] == "http" and 0 < limit < _declared_length(scope):
+                raise too_large(limit)
+        except APIError as error:
+            await self.refuse(error, scope)(scope, receive, send)
+            return
+        if scope["type"] == "websocket" or limit <= 0:
+            await self.app(scope, receive, send)
+        else:
+            await self._limited(scope, receive, send, limit)
+
+    async def _limited(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        """Run the app on a body counted as it streams in: the chunk that crosses `limit` is never handed
+        over, and the app's own answer is replaced by the 413."""
+        received = 0
+        exceeded = False
+        response_started = False
+
+        async def counted_receive() -> Message:
+            nonlocal received, exceeded
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    exceeded = True
+                    raise BodyTooLarge
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal response_started
+            if exceeded:
+                return  # the app's answer to a body it never got in full: ours replaces it
+            response_started = response_started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, guarded_send)
+        except Exception:
+            # FastAPI turns errors while reading the body into a 400 of its own; anything else that
+            # escapes after the limit was crossed is that same error in another wrapping.
+            if not exceeded:
+                raise
+        if exceeded and not response_started:
+            await self.refuse(too_large(limit), scope)(scope, receive, send)
+
+
+def _declared_length(scope: Scope) -> int:
+    """The request's `Content-Length` (0 when absent; unparseable values are left to the server)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0

@@ -13,7 +13,6 @@ from fastapi.staticfiles import StaticFiles
 
 from aitp import __version__
 from aitp.api import errors, openapi
-from aitp.api.idempotency import IdempotencyMiddleware
 from aitp.api.routes import NoKeyNeeded, api_routes
 from aitp.api.web import WebMount
 from aitp.capabilities.registry import Registry, default_directory
@@ -74,8 +73,6 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.runtime = runtime  # for tests and tools; requests find it in their scope (aitp.context)
     errors.install(app)
     openapi.install(app)
-    # The last middleware added is the outermost: the context (key, rate, body limit) comes first.
-    app.add_middleware(IdempotencyMiddleware, runtime=runtime)
     app.add_middleware(ContextMiddleware, runtime=runtime, public=NoKeyNeeded(app.routes), refuse=errors.refusal)
 
     @app.get("/health", tags=["health"], summary="Liveness (no key needed)")

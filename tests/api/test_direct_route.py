@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from aitp.api.direct_route import DirectRoute
-from aitp.api.json_body import StrictJSONRoute
+from aitp.api.route import ApiRoute
 from aitp.app import create_app
 from aitp.config import Settings
 from aitp.store import Store
@@ -61,7 +61,7 @@ async def test_direct_routes_answer_exactly_as_fastapi_does(
     api: API, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     direct = await _answers(store)
-    monkeypatch.setattr(DirectRoute, "get_route_handler", StrictJSONRoute.get_route_handler)
+    monkeypatch.setattr(DirectRoute, "get_route_handler", ApiRoute.get_route_handler)
     through_fastapi = await _answers(store)
     assert direct == through_fastapi
     assert {status for _, status, _, _ in direct} >= {200, 400, 401, 403}

@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from aitp.api import errors
-from aitp.api.idempotency import IdempotencyMiddleware
+from aitp.api.idempotency import Idempotent, IdempotentWrites
 from aitp.api.routes import NoKeyNeeded
 from aitp.app import create_app
 from aitp.capabilities.registry import Registry, default_directory
@@ -368,7 +368,7 @@ class Flaky:
 
 
 def guarded(app: Flaky, store: Store, **settings: Any) -> httpx.AsyncClient:
-    """`app` behind the idempotency middleware, behind the context middleware (key, rate, body limit)."""
+    """`app` as the route of a declared idempotent endpoint, behind the context middleware (key, rate, body)."""
     runtime = Runtime(
         store=store,
         registry=Registry.from_directory(default_directory()),
@@ -376,7 +376,7 @@ def guarded(app: Flaky, store: Store, **settings: Any) -> httpx.AsyncClient:
         hub=Hub(store),
     )
     guard = ContextMiddleware(
-        IdempotencyMiddleware(app, runtime=runtime), runtime, public=NoKeyNeeded([]), refuse=errors.refusal
+        IdempotentWrites(app, Idempotent()), runtime, public=NoKeyNeeded([]), refuse=errors.refusal
     )
     transport = httpx.ASGITransport(app=guard, raise_app_exceptions=False)
     return httpx.AsyncClient(
@@ -399,18 +399,29 @@ async def test_a_request_that_failed_is_run_again_on_retry(store: Store, status:
     assert app.runs == 2
 
 
-async def test_only_posts_under_the_api_prefix_are_guarded(store: Store) -> None:
-    app = Flaky(failures=0)
-    client = guarded(app, store)
+async def test_only_routes_that_declare_it_take_a_key(api: API) -> None:
+    """Every POST of the API declares it; a route that does not (a DELETE) runs each time, the header ignored."""
+    user, thread_id = await _member_thread(api)
+    message = (await user.post(f"/threads/{thread_id}/messages", json={"content": "hi"})).json()
+    path = f"/threads/{thread_id}/messages/{message['id']}"
 
-    await client.post("http://aitp.test/elsewhere", json={}, headers=keyed("k"))
-    await client.post("http://aitp.test/elsewhere", json={}, headers=keyed("k"))
-    await client.put("/things", json={}, headers=keyed("k"))
+    first = await user.delete(path, headers=keyed("d"))
+    again = await user.delete(path, headers=keyed("d"))
 
-    assert app.runs == 3
+    assert (first.status_code, again.status_code) == (200, 404)
+    assert "Idempotent-Replayed" not in again.headers
+    documented = create_app(Settings(store_url="sqlite:///:memory:")).openapi()["paths"]
+    takes_it = {
+        (method.upper(), path)
+        for path, operations in documented.items()
+        for method, operation in operations.items()
+        if any(parameter["name"] == KEY for parameter in operation.get("parameters", []))
+    }
+    posts = {("POST", path) for path, operations in documented.items() if "post" in operations}
+    assert takes_it == posts and len(posts) == 8
 
 
-async def test_the_middleware_never_buffers_a_body_over_the_size_limit(store: Store) -> None:
+async def test_a_body_over_the_size_limit_is_never_buffered(store: Store) -> None:
     app = Flaky(failures=0)
     client = guarded(app, store, max_body_bytes=100)
 

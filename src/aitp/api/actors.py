@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
+from aitp.api.idempotency import idempotent
 from aitp.api.responses import FastJSONResponse
 from aitp.models import Actor, ActorInput, ActorList, DeletedObject, Identity
 from aitp.services import actors
@@ -37,6 +38,7 @@ async def list_actors(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -
     response_model=Actor,
     summary="Add an actor or update its capabilities",
 )
+@idempotent()
 async def put_actor(thread_id: str, body: ActorInput, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(await actors.put_actor(rt, principal, thread_id, body))
 

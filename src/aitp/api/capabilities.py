@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
+from aitp.api.idempotency import idempotent
 from aitp.api.responses import FastJSONResponse
 from aitp.models import (
     Capability,
@@ -42,6 +43,7 @@ async def list_capabilities(rt: RuntimeDep, principal: PrincipalDep) -> FastJSON
         **error_responses(*KEYED, *BODY, 403),
     },
 )
+@idempotent()
 async def register_capability(
     body: RegisterCapabilityRequest, rt: RuntimeDep, principal: PrincipalDep
 ) -> FastJSONResponse:

@@ -4,7 +4,7 @@ FastAPI resolves a route's parameters generically on every request: a cache key 
 extraction per dependency, plus a sub-dependency for the security scheme. For a POST message that is
 about a fifth of the service's own time (bench/ingest.py). A route whose parameters are only string
 path parameters, one JSON body model, the runtime and the principal (or admin) is called directly
-instead, through the same functions the dependencies use, in the same order as `StrictJSONRoute` (the
+instead, through the same functions the dependencies use, in the same order as `ApiRoute` (the
 key, then the body syntax, then the body model), so its answers are the same. Anything else, and any
 request whose body is empty or not declared as JSON, takes FastAPI's path (the same request object, so
 the body is read once: reading it again would wait forever for a body that never comes). The route
@@ -24,7 +24,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from aitp.api.deps import get_admin, get_principal, get_runtime
-from aitp.api.json_body import StrictJSONRoute, declares_json
+from aitp.api.json_body import declares_json
+from aitp.api.route import ApiRoute
 from aitp.context import principal_of
 from aitp.inputs.strict_json import parse_json
 
@@ -43,8 +44,8 @@ class Plan:
     admin: bool
 
 
-class DirectRoute(StrictJSONRoute):
-    """A StrictJSONRoute that calls plain endpoints directly (see the module docstring)."""
+class DirectRoute(ApiRoute):
+    """An ApiRoute that calls plain endpoints directly (see the module docstring)."""
 
     def get_route_handler(self) -> Handler:
         fallback = super().get_route_handler()
@@ -79,7 +80,7 @@ class DirectRoute(StrictJSONRoute):
         return handler
 
 
-def plan_of(route: StrictJSONRoute) -> Plan | None:
+def plan_of(route: ApiRoute) -> Plan | None:
     """The direct call plan for `route`, or None when FastAPI must resolve its parameters."""
     dependant = route.dependant
     if dependant.query_params or dependant.header_params or dependant.cookie_params or dependant.request_param_name:

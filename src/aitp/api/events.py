@@ -11,12 +11,13 @@ from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.errors import KEYED, error_responses
 from aitp.api.live import serve_websocket, sse_cursor, sse_response, wants_event_stream
 from aitp.api.responses import FastJSONResponse
+from aitp.api.route import ApiRoute
 from aitp.context import runtime_of
 from aitp.inputs.strict_json import INT64_MAX
 from aitp.models import EventList, InboxEventList
 from aitp.services import events, streams
 
-router = APIRouter(prefix="/v1", tags=["events"])
+router = APIRouter(prefix="/v1", tags=["events"], route_class=ApiRoute)
 
 AfterSeq = Annotated[int, Query(ge=0, le=INT64_MAX, description="Return events with seq greater than this.")]
 AfterCursor = Annotated[
@@ -75,7 +76,7 @@ async def thread_events_ws(websocket: WebSocket, thread_id: str, after: AfterSeq
     await serve_websocket(
         websocket,
         lambda principal: streams.thread_stream(rt, principal, thread_id, after),
-        lambda principal, frame: streams.post_frame(rt, principal, frame, thread_id),
+        lambda frame: thread_id,
     )
 
 
@@ -85,5 +86,5 @@ async def inbox_events_ws(websocket: WebSocket, after: AfterCursor = 0) -> None:
     await serve_websocket(
         websocket,
         lambda principal: streams.inbox_stream(rt, principal, after),
-        lambda principal, frame: streams.post_frame(rt, principal, frame, frame.get("thread_id")),
+        lambda frame: frame.get("thread_id"),
     )

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Query
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.errors import KEYED, error_responses
 from aitp.api.responses import FastJSONResponse
+from aitp.api.route import ApiRoute
 from aitp.services import fetch
 
-router = APIRouter(prefix="/v1", tags=["fetch"])
+router = APIRouter(prefix="/v1", tags=["fetch"], route_class=ApiRoute)
 
 
 @router.get(

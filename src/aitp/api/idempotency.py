@@ -1,16 +1,22 @@
-"""`Idempotency-Key` on every POST under /v1: a retry gets the first response instead of a second write.
+"""`Idempotency-Key` on a route that declares it (`@idempotent`): a retry gets the first response instead of
+a second write.
 
-A pure ASGI middleware, so it covers every POST route as it is, with no route knowing about it. It runs
-behind the context middleware (`aitp.context`), so a request it sees has its key checked and counted
-and its body limited; it acts only on requests made with a key (keys are scoped per caller), buffers
-the body to fingerprint it, reserves the key, runs the route, and stores its response before sending
-it, so a client that has the answer also finds it stored. Replays carry `Idempotent-Replayed: true`.
+The declaration is the route's: its endpoint is marked `@idempotent()` (or `@idempotent(secret="key")` where
+the response shows a secret once), and the API's route class (`aitp.api.json_body.StrictJSONRoute`) wraps
+the route's ASGI app in `IdempotentWrites` and documents the header on its operation. The wrapper runs
+after routing, behind the context middleware (`aitp.context`), so the request's key is checked and
+counted and its body limited already: it buffers the body to fingerprint it (method, path, body), reserves
+the key for the caller, runs the route, and stores its response before sending it, so a client that has
+the answer also finds it stored. Replays carry `Idempotent-Replayed: true`. Posts over a WebSocket follow
+the same rules (`aitp.services.idempotency.run_once`), under the fingerprint of this route's POST.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import orjson
 from starlette.datastructures import Headers
@@ -18,37 +24,65 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from aitp.api.responses import FastJSONResponse
-from aitp.context import PRINCIPAL
+from aitp.context import principal_of, runtime_of
 from aitp.errors import APIError, Conflict
-from aitp.principals import Principal
-from aitp.runtime import Runtime
 from aitp.services import idempotency
 from aitp.services.idempotency import Replay, Reservation
 
 log = logging.getLogger("aitp")
 
-PREFIX = "/v1/"
 REPLAYED_HEADER = "Idempotent-Replayed"
-# Responses that show a secret once: their record keeps the response without the secret, and a replay
-# of a success says what was created instead of showing (or storing) the secret again.
-SECRET_FIELDS = {"/v1/keys": "key"}
+# The header as the OpenAPI document declares it on each route that takes it.
+IDEMPOTENCY_KEY = {
+    "name": idempotency.HEADER,
+    "in": "header",
+    "required": False,
+    "description": "Makes the POST safe to retry: a retry with the same key and body returns the first "
+    "response (header `Idempotent-Replayed: true`) without writing again; the same key with another body "
+    "is 422 `idempotency_key_reused`. Keys are kept per caller for AITP_IDEMPOTENCY_TTL_HOURS.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
+}
+
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
 
-class IdempotencyMiddleware:
-    def __init__(self, app: ASGIApp, runtime: Runtime) -> None:
+@dataclass(frozen=True)
+class Idempotent:
+    """What a route declares about retrying its writes.
+
+    `secret`: a response field shown once (an API key): its record keeps the response without it, and a
+    replay of the success says what was created instead of showing (or storing) the secret again."""
+
+    secret: str | None = None
+
+
+def idempotent(*, secret: str | None = None) -> Callable[[Endpoint], Endpoint]:
+    """Declare an endpoint's route safe to retry with an `Idempotency-Key` (put it under the route decorator)."""
+
+    def declare(endpoint: Endpoint) -> Endpoint:
+        endpoint.idempotent = Idempotent(secret)  # type: ignore[attr-defined]
+        return endpoint
+
+    return declare
+
+
+def declared(endpoint: Callable[..., Any]) -> Idempotent | None:
+    return getattr(endpoint, "idempotent", None)
+
+
+class IdempotentWrites:
+    """A route's ASGI app, run at most once per caller and `Idempotency-Key` (requests without one run as usual)."""
+
+    def __init__(self, app: ASGIApp, declaration: Idempotent) -> None:
         self.app = app
-        self.runtime = runtime
+        self.secret = declaration.secret
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].startswith(PREFIX):
-            await self.app(scope, receive, send)
-            return
         values = Headers(scope=scope).getlist(idempotency.HEADER)
-        principal: Principal | None = scope.get(PRINCIPAL)
-        if not values or principal is None:
+        if not values:
             await self.app(scope, receive, send)
             return
-        rt = self.runtime
+        rt, principal = runtime_of(scope), principal_of(scope)
         path: str = scope["path"]
         try:
             if len(values) > 1:
@@ -57,17 +91,19 @@ class IdempotencyMiddleware:
             body = await _read_body(receive)
             if body is None:
                 return  # the client left while sending
-            outcome = await idempotency.begin(rt, principal, key, idempotency.fingerprint("POST", path, body))
+            request = idempotency.fingerprint(scope["method"], path, body)
+            outcome = await idempotency.begin(rt, principal, key, request)
             if isinstance(outcome, Replay):
-                await _replay(path, outcome)(scope, receive, send)
+                await self._replay(outcome)(scope, receive, send)
                 return
         except APIError as error:
             await _refusal(error)(scope, receive, send)
             return
-        await self._run(scope, _replaying(body, receive), send, path, outcome)
+        await self._run(scope, _replaying(body, receive), send, outcome)
 
-    async def _run(self, scope: Scope, receive: Receive, send: Send, path: str, reservation: Reservation) -> None:
+    async def _run(self, scope: Scope, receive: Receive, send: Send, reservation: Reservation) -> None:
         """Run the route; keep its response (or release the key) before the client sees it."""
+        rt = runtime_of(scope)
         held: list[Message] = []
 
         async def hold(message: Message) -> None:
@@ -76,20 +112,44 @@ class IdempotencyMiddleware:
         try:
             await self.app(scope, receive, hold)
         except BaseException:
-            await idempotency.abandon(self.runtime, reservation)  # a crash (500): the retry runs again
+            await idempotency.abandon(rt, reservation)  # a crash (500): the retry runs again
             raise
         start = next((m for m in held if m["type"] == "http.response.start"), None)
         if start is None:
-            await idempotency.abandon(self.runtime, reservation)
+            await idempotency.abandon(rt, reservation)
         else:
             body = b"".join(m.get("body", b"") for m in held if m["type"] == "http.response.body")
             try:
-                await idempotency.finish(self.runtime, reservation, start["status"], _kept(path, body))
+                await idempotency.finish(rt, reservation, start["status"], self._kept(body))
             except Exception:
                 # The write happened: answer it. The reservation is taken over after the pending timeout.
-                log.exception("could not store the response for an Idempotency-Key on %s", path)
+                log.exception("could not store the response for an Idempotency-Key on %s", scope["path"])
         for message in held:
             await send(message)
+
+    def _kept(self, body: bytes) -> str:
+        """The response body as stored: without the secret on routes that show one."""
+        if self.secret is not None:
+            document = orjson.loads(body)
+            if isinstance(document, dict) and self.secret in document:
+                document[self.secret] = None
+                return orjson.dumps(document).decode()
+        return body.decode()
+
+    def _replay(self, replay: Replay) -> Response:
+        if self.secret is not None:
+            content: Any = orjson.loads(replay.body)
+            if isinstance(content, dict) and self.secret in content and content[self.secret] is None:
+                error = Conflict(
+                    f"The request with this {idempotency.HEADER} already succeeded and created "
+                    f"'{content.get('id')}'. Its secret is shown only once and is not kept, so it cannot be "
+                    "replayed: if it was lost, revoke that one and create another with a new key.",
+                    param=idempotency.HEADER,
+                    code="idempotency_secret_not_replayable",
+                )
+                return _refusal(error, replayed=True)
+        # the stored bytes as they were first sent
+        return Response(replay.body, replay.status, {REPLAYED_HEADER: "true"}, media_type="application/json")
 
 
 async def _read_body(receive: Receive) -> bytes | None:
@@ -117,34 +177,6 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
-
-
-def _kept(path: str, body: bytes) -> str:
-    """The response body as stored: without the secret on routes that show one."""
-    field = SECRET_FIELDS.get(path)
-    if field is not None:
-        document = orjson.loads(body)
-        if isinstance(document, dict) and field in document:
-            document[field] = None
-            return orjson.dumps(document).decode()
-    return body.decode()
-
-
-def _replay(path: str, replay: Replay) -> Response:
-    field = SECRET_FIELDS.get(path)
-    if field is not None:
-        content: Any = orjson.loads(replay.body)
-        if isinstance(content, dict) and field in content and content[field] is None:
-            error = Conflict(
-                f"The request with this {idempotency.HEADER} already succeeded and created "
-                f"'{content.get('id')}'. Its secret is shown only once and is not kept, so it cannot be "
-                "replayed: if it was lost, revoke that one and create another with a new key.",
-                param=idempotency.HEADER,
-                code="idempotency_secret_not_replayable",
-            )
-            return _refusal(error, replayed=True)
-    # the stored bytes as they were first sent
-    return Response(replay.body, replay.status, {REPLAYED_HEADER: "true"}, media_type="application/json")
 
 
 def _refusal(error: APIError, *, replayed: bool = False) -> FastJSONResponse:

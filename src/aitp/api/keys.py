@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from aitp.api.deps import AdminDep, RuntimeDep
 from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
+from aitp.api.idempotency import idempotent
 from aitp.api.responses import FastJSONResponse
 from aitp.gate import Gate
 from aitp.models import ApiKeyList, CreatedApiKey, CreateKeyRequest, DeletedObject
@@ -22,6 +23,7 @@ router = APIRouter(prefix="/v1", tags=["keys"], route_class=DirectRoute)
     response_model=CreatedApiKey,
     summary="Create an API key (the secret is shown once)",
 )
+@idempotent(secret="key")
 async def create_key(body: CreateKeyRequest, rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
     return FastJSONResponse(await keys.create_key(rt.store, body.actor, admin=body.admin, scopes=list(body.scopes)))
 

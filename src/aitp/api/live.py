@@ -35,8 +35,9 @@ from aitp.errors import APIError, InvalidRequest, Unauthenticated
 from aitp.events.stream import CLOSE_NOT_FOUND, CLOSE_SLOW_CONSUMER, EventStream, Frame, Overflow
 from aitp.gate import Gate
 from aitp.inputs.strict_json import INT64_MAX, parse_json
+from aitp.models import CreateMessageRequest
 from aitp.principals import Principal
-from aitp.services import revocation
+from aitp.services import idempotency, messages, revocation
 from aitp.services.connections import close_code, stream_slots
 
 log = logging.getLogger(__name__)
@@ -129,10 +130,10 @@ async def _until_disconnected(receive: Receive, stream: EventStream) -> None:
 async def serve_websocket(
     websocket: WebSocket,
     open_stream: Callable[[Principal], AbstractAsyncContextManager[EventStream]],
-    post: Callable[[Principal, dict[str, Any]], Awaitable[dict[str, Any]]],
+    thread_of: Callable[[dict[str, Any]], Any],
 ) -> None:
-    """Accept, open the caller's stream (4403 if refused) and serve it with post ops. The connect was
-    authenticated and counted before (`aitp.context`: 4401, 4429)."""
+    """Accept, open the caller's stream (4403 if refused) and serve it with post ops, each to the thread
+    `thread_of(frame)` names. The connect was authenticated and counted before (`aitp.context`: 4401, 4429)."""
     rt, principal = runtime_of(websocket.scope), principal_of(websocket.scope)
     await websocket.accept()
     opened = open_stream(principal)
@@ -151,12 +152,32 @@ async def serve_websocket(
             if principal.key_id is not None:
                 revocation.key_revoked(principal.key_id, rt.state(Gate).principals, rt.state(stream_slots))
             raise
-        return await post(current, frame)
+        return await _post(websocket, current, frame, thread_of(frame))
 
     try:
         await _serve(websocket, stream, post_as_key)
     finally:
         await opened.__aexit__(None, None, None)
+
+
+async def _post(websocket: WebSocket, principal: Principal, frame: dict[str, Any], thread_id: Any) -> dict[str, Any]:
+    """A `{"op": "post", "message": {...}}` frame: the same rules as POST /v1/threads/{id}/messages. On the
+    inbox socket the frame names its thread (`thread_id`); an `idempotency_key` makes it safe to send again
+    after a reconnect, as `Idempotency-Key` does on that POST, and under the same record: a retry may use
+    either."""
+    if not isinstance(thread_id, str):
+        raise InvalidRequest("On the inbox socket a post names its thread: 'thread_id'.", param="thread_id")
+    rt = runtime_of(websocket.scope)
+    body = CreateMessageRequest.model_validate(frame["message"])
+    if "idempotency_key" not in frame:
+        return await messages.create_message(rt, principal, thread_id, body)
+
+    async def write() -> dict[str, Any]:
+        return await messages.create_message(rt, principal, thread_id, body)
+
+    path = websocket.app.url_path_for("create_message", thread_id=thread_id)  # the POST route's own path
+    request = idempotency.fingerprint("POST", path, frame["message"])
+    return await idempotency.run_once(rt, principal, frame["idempotency_key"], request, write)
 
 
 async def _serve(websocket: WebSocket, stream: EventStream, post: Poster) -> None:

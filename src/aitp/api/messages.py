@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Query
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
+from aitp.api.idempotency import idempotent
 from aitp.api.responses import FastJSONResponse
 from aitp.models import CreateMessageRequest, DeletedObject, ListPage, Message, ModifyMessageRequest
 from aitp.services import messages
@@ -22,6 +23,7 @@ router = APIRouter(prefix="/v1", tags=["messages"], route_class=DirectRoute)
     response_model=Message,
     summary="Create a message",
 )
+@idempotent()
 async def create_message(
     thread_id: str, body: CreateMessageRequest, rt: RuntimeDep, principal: PrincipalDep
 ) -> FastJSONResponse:
@@ -64,6 +66,7 @@ async def get_message(thread_id: str, message_id: str, rt: RuntimeDep, principal
     response_model=Message,
     summary="Modify a message's metadata",
 )
+@idempotent()
 async def modify_message(
     thread_id: str,
     message_id: str,

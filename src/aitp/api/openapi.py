@@ -2,9 +2,9 @@
 
 FastAPI documents a 422 with its own `{"detail": [...]}` body on every route that takes input. This
 service answers invalid input with 400 and the error envelope instead (`aitp.api.errors`), and lists a
-422, with the envelope, only on routes that can give one; so the stock entry is removed. The key and the
-`Idempotency-Key` header, read by middleware rather than by the routes, are declared where they apply:
-the key on every route that takes a principal, the header on every POST.
+422, with the envelope, only on routes that can give one; so the stock entry is removed. The key, checked
+by the context middleware rather than by the routes, is declared on every route that takes a principal.
+(Routes declared `@idempotent` declare the `Idempotency-Key` header themselves: `aitp.api.route`.)
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ def install(app: FastAPI) -> None:
             document = build()  # `build` caches the document it returns
             drop_stock_validation_errors(document)
             declare_bearer_key(document, app.routes)
-            declare_idempotency_key(document)
         assert app.openapi_schema is not None
         return app.openapi_schema
 
@@ -67,21 +66,3 @@ def declare_bearer_key(document: dict[str, Any], routes: list[BaseRoute]) -> Non
                 operation = paths.get(route.path_format, {}).get(method.lower())
                 if operation is not None:
                     operation["security"] = [{BEARER: []}]
-
-
-IDEMPOTENCY_KEY = {
-    "name": "Idempotency-Key",
-    "in": "header",
-    "required": False,
-    "description": "Makes the POST safe to retry: a retry with the same key and body returns the first "
-    "response (header `Idempotent-Replayed: true`) without writing again; the same key with another body "
-    "is 422 `idempotency_key_reused`. Keys are kept per caller for AITP_IDEMPOTENCY_TTL_HOURS.",
-    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
-}
-
-
-def declare_idempotency_key(document: dict[str, Any]) -> None:
-    for path, operations in document.get("paths", {}).items():
-        operation = operations.get("post")
-        if operation is not None and path.startswith("/v1/"):
-            operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Query
 from aitp.api.deps import PrincipalDep, RuntimeDep
 from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
+from aitp.api.idempotency import idempotent
 from aitp.api.responses import FastJSONResponse
 from aitp.models import CreateThreadRequest, DeletedObject, ListPage, ModifyThreadRequest, Thread
 from aitp.services import threads
@@ -25,6 +26,7 @@ router = APIRouter(prefix="/v1", tags=["threads"], route_class=DirectRoute)
     response_model=Thread,
     summary="Create a thread (AITP-T01 path)",
 )
+@idempotent()
 async def create_thread(
     rt: RuntimeDep, principal: PrincipalDep, body: Annotated[CreateThreadRequest | None, Body()] = None
 ) -> FastJSONResponse:
@@ -62,6 +64,7 @@ async def get_thread(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) ->
     response_model=Thread,
     summary="Modify a thread (empty body: retrieve)",
 )
+@idempotent()
 async def modify_thread(
     thread_id: str,
     rt: RuntimeDep,

@@ -7,12 +7,9 @@ from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
 
 from aitp import memory, render
-from aitp.errors import InvalidRequest
 from aitp.events.stream import EventStream, Reader
-from aitp.models import CreateMessageRequest
 from aitp.principals import Principal
 from aitp.runtime import Runtime
-from aitp.services import idempotency, messages
 from aitp.services.access import readable_thread
 from aitp.services.connections import stream_slots
 from aitp.services.paging import log_page
@@ -87,21 +84,3 @@ async def list_inbox(rt: Runtime, principal: Principal, *, after: int, limit: in
     """One page of the caller's inbox after `cursor` (the polling twin of the inbox stream)."""
     records = await _inbox_reader(rt, principal)(after, limit + 1)
     return log_page(records, limit, after, render.inbox_event, ("last_cursor", "cursor"))
-
-
-async def post_frame(rt: Runtime, principal: Principal, frame: dict[str, Any], thread_id: Any) -> dict[str, Any]:
-    """A `{"op": "post", "message": {...}}` frame: the same rules as POST /v1/threads/{id}/messages.
-    On the inbox socket the frame names its thread (`thread_id`); an `idempotency_key` makes it safe to
-    send again after a reconnect, as the `Idempotency-Key` header does over HTTP."""
-    if not isinstance(thread_id, str):
-        raise InvalidRequest("On the inbox socket a post names its thread: 'thread_id'.", param="thread_id")
-    body = CreateMessageRequest.model_validate(frame["message"])
-    if "idempotency_key" not in frame:
-        return await messages.create_message(rt, principal, thread_id, body)
-
-    async def write() -> dict[str, Any]:
-        return await messages.create_message(rt, principal, thread_id, body)
-
-    # the same record as `Idempotency-Key` on the HTTP POST of this message: a retry may use either
-    request = idempotency.fingerprint("POST", f"/v1/threads/{thread_id}/messages", frame["message"])
-    return await idempotency.run_once(rt, principal, frame["idempotency_key"], request, write)

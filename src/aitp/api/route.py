@@ -1,0 +1,59 @@
+"""The route class of every route of the API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi.routing import APIRoute
+from pydantic import TypeAdapter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from aitp.api.deps import get_admin, needs_admin
+from aitp.api.idempotency import IDEMPOTENCY_KEY, IdempotentWrites, declared
+from aitp.api.json_body import StrictJSONRequest, declares_json, empty_body_refusal
+from aitp.context import principal_of
+from aitp.inputs.strict_json import parse_json
+
+
+class ApiRoute(APIRoute):
+    """The API's route: FastAPI's, with what the routes declare applied.
+
+    - A JSON body goes through `parse_json` before FastAPI validates it; an empty body means `{}`
+      (`empty_body_refusal`); an admin route refuses other keys before the body is read.
+    - An endpoint declared `@idempotent` has its writes made safe to retry (`IdempotentWrites`), and the
+      `Idempotency-Key` header in its OpenAPI operation."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        if (declaration := declared(endpoint)) is not None:
+            self.openapi_extra = {**(self.openapi_extra or {}), "parameters": [IDEMPOTENCY_KEY]}
+            self.app = IdempotentWrites(self.app, declaration)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handle = super().get_route_handler()
+        if self.body_field is None:
+            return handle
+        admin_only = needs_admin(self.dependant)
+        required = self.body_field.field_info.is_required()
+        body_type = TypeAdapter(self.body_field.field_info.annotation) if required else None
+
+        async def handler(request: Request) -> Response:
+            if admin_only:
+                await get_admin(principal_of(request.scope))  # 403 before any body error
+            # Read once, here: a second read of the stream would wait for a body that never comes.
+            body = await request.body()
+            if not body:
+                if (refusal := empty_body_refusal(body_type)) is not None:
+                    raise refusal
+                return await handle(request)
+            if not declares_json(request.headers.get("content-type")):
+                return await handle(request)
+            strict = StrictJSONRequest(request.scope, request.receive)
+            strict._body = body
+            # Refusals are raised here, outside FastAPI's body reading, which would turn them into a bare 400.
+            strict._value = parse_json(body)
+            return await handle(strict)
+
+        return handler

@@ -18,7 +18,7 @@ async def test_a_known_key_is_answered_from_memory_until_its_time_to_live_ends(s
     principal = await authenticate(store, created["key"], None, cache)
     assert principal == Principal("shop.near", key_id=created["id"], scopes=frozenset({"capabilities:write"}))
     # Another process revokes it: this one keeps the remembered principal (at most `ttl` seconds) ...
-    assert await store.delete_key(created["id"])
+    assert await store.keys.delete(created["id"])
     assert await authenticate(store, created["key"], None, cache) == principal
     # ... while without a time to live every request reads the store.
     uncached = PrincipalCache(ttl=0)
@@ -54,8 +54,8 @@ async def test_the_least_recently_used_key_is_dropped_beyond_the_size_bound(stor
     await authenticate(store, third["key"], None, cache)
     assert len(cache) == 2
     # second was dropped, so its revocation elsewhere is seen; first is still remembered.
-    await store.delete_key(second["id"])
-    await store.delete_key(first["id"])
+    await store.keys.delete(second["id"])
+    await store.keys.delete(first["id"])
     with pytest.raises(Unauthenticated):
         await authenticate(store, second["key"], None, cache)
     assert (await authenticate(store, first["key"], None, cache)).actor == "actor0"

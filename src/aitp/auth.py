@@ -44,7 +44,7 @@ async def authenticate(
     key_hash = hash_key(token)
 
     async def load() -> Principal | None:
-        record = await store.find_key(key_hash)
+        record = await store.keys.find(key_hash)
         if record is None:
             return None
         return Principal(actor=record.actor, admin=record.admin, key_id=record.id, scopes=frozenset(record.scopes))

@@ -8,7 +8,8 @@ import orjson
 
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion, version_text
 from aitp.principals import Principal
-from aitp.store.base import ActorRecord, EventRecord, KeyRecord, MessageRecord, ThreadRecord
+from aitp.store.base import ActorRecord, EventRecord, MessageRecord, ThreadRecord
+from aitp.store.keys import KeyRecord
 
 
 def role_of(actor_id: str, thread_creator: str) -> str:

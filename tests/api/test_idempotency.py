@@ -34,7 +34,7 @@ from aitp.events.hub import Hub
 from aitp.runtime import Runtime
 from aitp.services.idempotency import PENDING_TIMEOUT, fingerprint
 from aitp.store import Store
-from aitp.store.base import IdempotencyRecord
+from aitp.store.idempotency import IdempotencyRecord
 from aitp.testing import ServerProcess, start_server
 from tests.conftest import ADMIN_KEY, API
 from tests.support.live import ws_connect
@@ -311,7 +311,7 @@ async def test_a_request_with_a_key_in_use_gets_a_retryable_409(api: API, store:
         created_at=now,
         expires_at=now + 86400,
     )
-    assert await store.claim_idempotency_key(running, pending_timeout=PENDING_TIMEOUT) is None
+    assert await store.idempotency.claim(running, pending_timeout=PENDING_TIMEOUT) is None
 
     response = await user.post(path, json=body, headers=keyed("busy"))
 
@@ -339,7 +339,7 @@ async def test_a_replayed_key_creation_creates_no_second_key_and_does_not_show_t
     assert [k["id"] for k in keys if k["actor"] == "user.near"] == [created["id"]]
     # the record kept in the store holds no secret either
     probe = IdempotencyRecord("admin", "new-key", "probe", "probe", time.time(), time.time() + 60)
-    held = await store.claim_idempotency_key(probe, pending_timeout=PENDING_TIMEOUT)
+    held = await store.idempotency.claim(probe, pending_timeout=PENDING_TIMEOUT)
     assert held is not None and held.body is not None
     assert created["key"] not in held.body
     assert json.loads(held.body)["id"] == created["id"]

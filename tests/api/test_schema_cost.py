@@ -26,7 +26,7 @@ from aitp.app import create_app
 from aitp.config import Settings
 from aitp.services import registration
 from aitp.store import Store
-from aitp.store.base import CapabilityVersionRecord
+from aitp.store.capabilities import CapabilityVersionRecord
 from tests.api.test_capability_registration import error_of, register, shop_thread
 from tests.conftest import ADMIN_KEY, API
 
@@ -132,7 +132,7 @@ async def test_a_stored_version_that_cannot_be_loaded_never_stops_the_server(
         _record("x-recursive", "1.0.0", RECURSIVE_ONE_OF),
         _record("x-malformed", "banana", {"type": "object"}),
     ):
-        await store.register_capability_version(record)
+        await store.capabilities.register(record)
 
     app = create_app(Settings(store_url="unused://", admin_key=ADMIN_KEY), store=store)
     shipped = len(compiled)

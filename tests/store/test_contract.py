@@ -19,16 +19,16 @@ from aitp.store.base import (
     ActorRecord,
     AuthorNotMember,
     CapabilityRef,
-    CapabilityVersionRecord,
     DuplicateRef,
     EventRecord,
-    KeyRecord,
     MessageRecord,
     NewEvent,
     RefRelease,
     ThreadRecord,
     TooManyActors,
 )
+from aitp.store.capabilities import CapabilityVersionRecord
+from aitp.store.keys import KeyRecord
 from tests.conftest import Backend
 from tests.support.sqlite_lock import write_lock_held
 
@@ -880,58 +880,58 @@ async def test_events_stay_contiguous_across_mixed_mutations(store: Store) -> No
 async def test_create_key_then_find_it_by_hash(store: Store) -> None:
     key = key_rec("shop.near", scopes=["threads:read", "threads:write"])
 
-    await store.create_key(key)
+    await store.keys.create(key)
 
-    assert await store.find_key(key.hash) == key
-    assert await store.find_key("hash-unknown") is None
+    assert await store.keys.find(key.hash) == key
+    assert await store.keys.find("hash-unknown") is None
 
 
 async def test_list_keys_returns_every_key_in_id_order(store: Store) -> None:
-    assert await store.list_keys() == []
+    assert await store.keys.all() == []
     keys = [key_rec("a"), key_rec("b", admin=True), key_rec("c", scopes=["x"])]
     for key in reversed(keys):
-        await store.create_key(key)
+        await store.keys.create(key)
 
-    assert await store.list_keys() == keys
+    assert await store.keys.all() == keys
 
 
 async def test_delete_key_is_true_once_then_false(store: Store) -> None:
     keep, drop = key_rec("a"), key_rec("b")
-    await store.create_key(keep)
-    await store.create_key(drop)
+    await store.keys.create(keep)
+    await store.keys.create(drop)
 
-    assert await store.delete_key(drop.id) is True
-    assert await store.delete_key(drop.id) is False
-    assert await store.delete_key(new_id("key")) is False
-    assert await store.find_key(drop.hash) is None
-    assert await store.list_keys() == [keep]
+    assert await store.keys.delete(drop.id) is True
+    assert await store.keys.delete(drop.id) is False
+    assert await store.keys.delete(new_id("key")) is False
+    assert await store.keys.find(drop.hash) is None
+    assert await store.keys.all() == [keep]
 
 
 async def test_existing_key_ids_names_the_keys_not_revoked_among_many(store: Store) -> None:
     keys = [key_rec(f"actor-{i}") for i in range(1_200)]  # more than one statement's worth of ids
     for key in keys:
-        await store.create_key(key)
+        await store.keys.create(key)
     revoked = keys[::7]
     for key in revoked:
-        await store.delete_key(key.id)
+        await store.keys.delete(key.id)
     asked = [key.id for key in keys] + [new_id("key")]
 
-    assert await store.existing_key_ids(asked) == {key.id for key in keys} - {key.id for key in revoked}
-    assert await store.existing_key_ids([]) == set()
+    assert await store.keys.existing(asked) == {key.id for key in keys} - {key.id for key in revoked}
+    assert await store.keys.existing([]) == set()
 
 
 async def test_has_admin_key_only_while_an_admin_key_exists(store: Store) -> None:
-    assert await store.has_admin_key() is False
-    await store.create_key(key_rec("user"))
-    assert await store.has_admin_key() is False
+    assert await store.keys.has_admin() is False
+    await store.keys.create(key_rec("user"))
+    assert await store.keys.has_admin() is False
 
     admin = key_rec("root", admin=True)
-    await store.create_key(admin)
-    assert await store.has_admin_key() is True
-    assert (await store.find_key(admin.hash)).admin is True  # type: ignore[union-attr]
+    await store.keys.create(admin)
+    assert await store.keys.has_admin() is True
+    assert (await store.keys.find(admin.hash)).admin is True  # type: ignore[union-attr]
 
-    await store.delete_key(admin.id)
-    assert await store.has_admin_key() is False
+    await store.keys.delete(admin.id)
+    assert await store.keys.has_admin() is False
 
 
 # --- the store-wide event log (gid) and actor inboxes -----------------------------------------
@@ -1031,30 +1031,30 @@ def capability_rec(
 
 async def test_registered_capability_versions_round_trip_in_registration_order(store: Store) -> None:
     """Schemas keep their `$`-keys intact (MongoDB stores them as JSON text)."""
-    assert await store.list_capability_versions() == []
+    assert await store.capabilities.all() == []
     second, first = capability_rec(version="1.1.0"), capability_rec(version="1.0.0")
     other = capability_rec("acme-returns", title=None, description=None, aliases=[], examples=[])
 
     for record in (second, first, other):
-        assert await store.register_capability_version(record) == record
+        assert await store.capabilities.register(record) == record
 
-    assert await store.list_capability_versions() == [second, first, other]
+    assert await store.capabilities.all() == [second, first, other]
 
 
 async def test_the_first_registration_of_an_id_and_version_wins(store: Store) -> None:
     original = capability_rec()
-    await store.register_capability_version(original)
+    await store.capabilities.register(original)
 
     rival = capability_rec(schema={"type": "object"}, created_by="someone.else")
-    assert await store.register_capability_version(rival) == original
-    assert await store.list_capability_versions() == [original]
+    assert await store.capabilities.register(rival) == original
+    assert await store.capabilities.all() == [original]
 
 
 async def test_racing_registrations_of_one_version_store_exactly_one(store: Store) -> None:
     rivals = [capability_rec(created_by=f"dev{i}", schema={"title": str(i)}) for i in range(8)]
-    results = await asyncio.gather(*(store.register_capability_version(r) for r in rivals))
+    results = await asyncio.gather(*(store.capabilities.register(r) for r in rivals))
 
-    stored = await store.list_capability_versions()
+    stored = await store.capabilities.all()
     assert len(stored) == 1 and stored[0] in rivals
     assert all(result == stored[0] for result in results)
 
@@ -1072,8 +1072,8 @@ async def test_everything_survives_closing_and_reopening_the_store(store: Store,
     gone, _, _ = await make_thread(store, ("alice",), ("bye",))
     await store.delete_thread(gone.id, ev("thread.deleted"))
     key = key_rec("alice", admin=True, scopes=["s"])
-    await store.create_key(key)
-    await store.register_capability_version(capability_rec())
+    await store.keys.create(key)
+    await store.capabilities.register(capability_rec())
 
     async def snapshot(s: Store) -> tuple[object, ...]:
         return (
@@ -1083,8 +1083,8 @@ async def test_everything_survives_closing_and_reopening_the_store(store: Store,
             await s.list_events(thread.id, after=0, limit=100),
             await s.list_events(gone.id, after=0, limit=100),
             await s.list_threads(None, limit=100, order="asc"),
-            await s.list_keys(),
-            await s.list_capability_versions(),
+            await s.keys.all(),
+            await s.capabilities.all(),
         )
 
     before = await snapshot(store)
@@ -1097,8 +1097,8 @@ async def test_everything_survives_closing_and_reopening_the_store(store: Store,
         assert before[0] == replace(thread, metadata={"k": "w"}, last_seq=5)
         assert before[2] == messages
         assert await reopened.get_thread(gone.id) is None
-        assert await reopened.find_key(key.hash) == key
-        assert await reopened.has_admin_key() is True
+        assert await reopened.keys.find(key.hash) == key
+        assert await reopened.keys.has_admin() is True
         assert [r.id for r in before[7]] == ["acme-orders"]
         # and the seq carries on where it stopped
         assert (await reopened.append_message(message_rec(thread.id), ev("thread.message.created"))).seq == 6  # type: ignore[union-attr]

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from aitp.store import Store, open_store
-from aitp.store.base import IdempotencyRecord
+from aitp.store.idempotency import IdempotencyRecord
 from tests.conftest import Backend
 
 DAY = 24 * 3600.0
@@ -43,7 +43,7 @@ def claim(
 
 
 async def reserve(store: Store, record: IdempotencyRecord) -> IdempotencyRecord | None:
-    return await store.claim_idempotency_key(record, pending_timeout=PENDING_TIMEOUT)
+    return await store.idempotency.claim(record, pending_timeout=PENDING_TIMEOUT)
 
 
 async def test_the_first_claim_reserves_the_key(store: Store) -> None:
@@ -70,7 +70,7 @@ async def test_a_completed_record_is_returned_with_its_response(store: Store) ->
     first = claim()
     await reserve(store, first)
 
-    assert await store.complete_idempotency_key(first.scope, first.key, first.token, 201, '{"id": "thread_1"}')
+    assert await store.idempotency.complete(first.scope, first.key, first.token, 201, '{"id": "thread_1"}')
     held = await reserve(store, claim(at=NOW + 5))
 
     assert held is not None
@@ -81,9 +81,9 @@ async def test_a_completed_record_is_returned_with_its_response(store: Store) ->
 async def test_a_record_is_completed_once(store: Store) -> None:
     first = claim()
     await reserve(store, first)
-    await store.complete_idempotency_key(first.scope, first.key, first.token, 200, '{"n": 1}')
+    await store.idempotency.complete(first.scope, first.key, first.token, 200, '{"n": 1}')
 
-    assert not await store.complete_idempotency_key(first.scope, first.key, first.token, 200, '{"n": 2}')
+    assert not await store.idempotency.complete(first.scope, first.key, first.token, 200, '{"n": 2}')
     held = await reserve(store, claim())
     assert held is not None and held.body == '{"n": 1}'
 
@@ -100,7 +100,7 @@ async def test_a_released_reservation_frees_the_key(store: Store) -> None:
     first = claim()
     await reserve(store, first)
 
-    assert await store.release_idempotency_key(first.scope, first.key, first.token)
+    assert await store.idempotency.release(first.scope, first.key, first.token)
     assert await reserve(store, claim()) is None
 
 
@@ -108,8 +108,8 @@ async def test_release_and_complete_need_the_reservations_token(store: Store) ->
     first = claim()
     await reserve(store, first)
 
-    assert not await store.release_idempotency_key(first.scope, first.key, "someone-else")
-    assert not await store.complete_idempotency_key(first.scope, first.key, "someone-else", 200, "{}")
+    assert not await store.idempotency.release(first.scope, first.key, "someone-else")
+    assert not await store.idempotency.complete(first.scope, first.key, "someone-else", 200, "{}")
     held = await reserve(store, claim())
     assert held is not None and held.token == first.token and held.pending
 
@@ -117,9 +117,9 @@ async def test_release_and_complete_need_the_reservations_token(store: Store) ->
 async def test_a_completed_record_is_not_released(store: Store) -> None:
     first = claim()
     await reserve(store, first)
-    await store.complete_idempotency_key(first.scope, first.key, first.token, 200, "{}")
+    await store.idempotency.complete(first.scope, first.key, first.token, 200, "{}")
 
-    assert not await store.release_idempotency_key(first.scope, first.key, first.token)
+    assert not await store.idempotency.release(first.scope, first.key, first.token)
     assert await reserve(store, claim()) is not None
 
 
@@ -132,14 +132,14 @@ async def test_an_abandoned_reservation_is_taken_over_after_the_pending_timeout(
     assert await reserve(store, retry) is None
 
     # the crashed request, should it finish after all, no longer owns the key
-    assert not await store.complete_idempotency_key(crashed.scope, crashed.key, crashed.token, 200, "{}")
-    assert await store.complete_idempotency_key(retry.scope, retry.key, retry.token, 200, '{"retry": true}')
+    assert not await store.idempotency.complete(crashed.scope, crashed.key, crashed.token, 200, "{}")
+    assert await store.idempotency.complete(retry.scope, retry.key, retry.token, 200, '{"retry": true}')
 
 
 async def test_a_completed_record_is_kept_until_it_expires(store: Store) -> None:
     first = claim()
     await reserve(store, first)
-    await store.complete_idempotency_key(first.scope, first.key, first.token, 200, "{}")
+    await store.idempotency.complete(first.scope, first.key, first.token, 200, "{}")
 
     assert await reserve(store, claim(at=NOW + DAY - 1)) is not None
     assert await reserve(store, claim(at=NOW + DAY)) is None
@@ -149,10 +149,10 @@ async def test_purge_deletes_expired_records_only(store: Store) -> None:
     old, recent = claim("old"), claim("recent", at=NOW + 10)
     for record in (old, recent):
         await reserve(store, record)
-        await store.complete_idempotency_key(record.scope, record.key, record.token, 200, "{}")
+        await store.idempotency.complete(record.scope, record.key, record.token, 200, "{}")
 
-    assert await store.purge_idempotency_keys(NOW + DAY) == 1
-    assert await store.purge_idempotency_keys(NOW + DAY) == 0
+    assert await store.idempotency.purge(NOW + DAY) == 1
+    assert await store.idempotency.purge(NOW + DAY) == 0
 
     # "old" is gone (a later claim made before its expiry would otherwise see it), "recent" is kept
     assert await reserve(store, claim("old", at=NOW + 20)) is None

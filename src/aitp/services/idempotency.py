@@ -20,7 +20,7 @@ import orjson
 from aitp.errors import APIError, Conflict, InvalidRequest, Unprocessable
 from aitp.principals import ADMIN_ACTOR, Principal
 from aitp.runtime import Runtime
-from aitp.store.base import IdempotencyRecord
+from aitp.store.idempotency import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
@@ -100,7 +100,7 @@ async def begin(rt: Runtime, principal: Principal, key: str, request: str, param
         created_at=now,
         expires_at=now + rt.settings.idempotency_ttl_hours * 3600,
     )
-    held = await rt.store.claim_idempotency_key(claim, pending_timeout=PENDING_TIMEOUT)
+    held = await rt.store.idempotency.claim(claim, pending_timeout=PENDING_TIMEOUT)
     if held is None:
         return Reservation(claim.scope, key, claim.token)
     if held.fingerprint != request:
@@ -128,14 +128,14 @@ def is_final(status: int) -> bool:
 async def finish(rt: Runtime, reservation: Reservation, status: int, body: str) -> None:
     """Keep the response for replays, or release the key if the request should run again."""
     if is_final(status):
-        await rt.store.complete_idempotency_key(reservation.scope, reservation.key, reservation.token, status, body)
+        await rt.store.idempotency.complete(reservation.scope, reservation.key, reservation.token, status, body)
     else:
         await abandon(rt, reservation)
 
 
 async def abandon(rt: Runtime, reservation: Reservation) -> None:
     """Release the key after a failure, so a retry runs the request again."""
-    await rt.store.release_idempotency_key(reservation.scope, reservation.key, reservation.token)
+    await rt.store.idempotency.release(reservation.scope, reservation.key, reservation.token)
 
 
 async def run_once(

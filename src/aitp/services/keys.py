@@ -12,7 +12,8 @@ from aitp.principals import PrincipalCache
 from aitp.runtime import now
 from aitp.services import revocation
 from aitp.services.connections import StreamSlots
-from aitp.store.base import KeyRecord, Store
+from aitp.store.base import Store
+from aitp.store.keys import KeyRecord
 
 
 async def create_key(
@@ -29,12 +30,12 @@ async def create_key(
         prefix=secret[:9],
         scopes=sorted(set(scopes or [])),
     )
-    await store.create_key(record)
+    await store.keys.create(record)
     return {**render.api_key(record), "key": secret}
 
 
 async def list_keys(store: Store) -> dict[str, Any]:
-    return {"object": "list", "data": [render.api_key(k) for k in await store.list_keys()]}
+    return {"object": "list", "data": [render.api_key(k) for k in await store.keys.all()]}
 
 
 async def revoke_key(
@@ -42,7 +43,7 @@ async def revoke_key(
 ) -> dict[str, Any]:
     """Delete a key; this process (its cache of authenticated keys, and its open streams, when given) stops
     accepting it at once. Other processes notice within `PRINCIPAL_TTL` (`aitp.services.revocation`)."""
-    if not await store.delete_key(key_id):
+    if not await store.keys.delete(key_id):
         raise NotFound(f"No API key found with id '{key_id}'.", param="key_id", code="key_not_found")
     if principals is not None:
         revocation.key_revoked(key_id, principals, slots)
@@ -51,6 +52,6 @@ async def revoke_key(
 
 async def ensure_admin_key(store: Store) -> str | None:
     """On first start with no admin key at all, create one and return its secret (else None)."""
-    if await store.has_admin_key():
+    if await store.keys.has_admin():
         return None
     return (await create_key(store, ADMIN_ACTOR, admin=True))["key"]

@@ -41,7 +41,7 @@ from aitp.inputs import limits
 from aitp.models import RegisterCapabilityRequest
 from aitp.principals import CAPABILITIES_WRITE, Principal
 from aitp.runtime import Runtime, now
-from aitp.store.base import CapabilityVersionRecord
+from aitp.store.capabilities import CapabilityVersionRecord
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ async def sync_registry(rt: Runtime) -> int:
     """
     rt.state(_Syncs).last = time.monotonic()
     fresh: list[tuple[CapabilityRef, CapabilityVersionRecord]] = []
-    for record in await rt.store.list_capability_versions():
+    for record in await rt.store.capabilities.all():
         try:
             ref = CapabilityRef(record.id, Version(record.version))
         except Exception as exc:  # noqa: BLE001 - a malformed record is skipped like any unloadable one
@@ -160,7 +160,7 @@ async def _register(rt: Runtime, principal: Principal, body: RegisterCapabilityR
         return render.capability(rt.registry.capability(ref.id)), False  # type: ignore[arg-type]
 
     compiled = await _checked(rt, ref, record)
-    stored = await rt.store.register_capability_version(record)
+    stored = await rt.store.capabilities.register(record)
     created = stored == record
     if not created and _content(stored) != _content(record):  # another instance registered it first
         raise _immutable(ref)

@@ -36,7 +36,7 @@ async def check(store: Store, principals: PrincipalCache, slots: StreamSlots) ->
     held = slots.stored_keys()
     for start in range(0, len(held), CHECK_BATCH):
         batch = held[start : start + CHECK_BATCH]
-        existing = await store.existing_key_ids(batch)
+        existing = await store.keys.existing(batch)
         for key_id in batch:
             if key_id not in existing:
                 key_revoked(key_id, principals, slots)

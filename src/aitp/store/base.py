@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import json
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
+from aitp.store.capabilities import CapabilityStore
+from aitp.store.idempotency import IdempotencyStore
+from aitp.store.keys import KeyStore
 from aitp.store.records import (
     ActorEventRenderer,
     ActorRecord,
@@ -42,12 +44,9 @@ __all__ = [
     "ActorRecord",
     "AuthorNotMember",
     "CapabilityRef",
-    "CapabilityVersionRecord",
     "CommitListener",
     "DuplicateRef",
     "EventRecord",
-    "IdempotencyRecord",
-    "KeyRecord",
     "MembershipFollowUp",
     "MessageEventRenderer",
     "MessageRecord",
@@ -64,87 +63,21 @@ __all__ = [
 T = TypeVar("T")
 
 
-@dataclass
-class KeyRecord:
-    id: str
-    hash: str
-    actor: str
-    admin: bool
-    created_at: int
-    prefix: str
-    scopes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class CapabilityVersionRecord:
-    """A capability version registered through the API (shipped ones live in files, not here).
-
-    (id, version) is unique and immutable: the first registration wins.
-    """
-
-    id: str
-    version: str  # X.Y.Z
-    schema: dict[str, Any]  # as submitted (JSON Schema or OpenAPI document)
-    examples: list[dict[str, Any]]
-    aliases: list[str]  # extra $schema URLs that mean this version
-    title: str | None
-    description: str | None
-    openapi_root: str | None
-    created_at: int
-    created_by: str
-
-
-def capability_version_document(record: CapabilityVersionRecord) -> str:
-    """The stored JSON text of a registered version (both backends keep it as one string)."""
-    fields = ("id", "version", "schema", "examples", "aliases", "title", "description", "openapi_root")
-    return json.dumps({name: getattr(record, name) for name in fields}, sort_keys=True, ensure_ascii=False)
-
-
-def capability_version_from_document(document: str, created_at: int, created_by: str) -> CapabilityVersionRecord:
-    return CapabilityVersionRecord(**json.loads(document), created_at=created_at, created_by=created_by)
-
-
-@dataclass
-class IdempotencyRecord:
-    """What a POST sent with an `Idempotency-Key` did, kept so a retry gets the same answer.
-
-    (scope, key) is unique: scope is the caller (its key id), so callers never share keys. `status`
-    and `body` are None while the first request runs (a reservation); `token` names that reservation,
-    so only its owner completes or releases it, even after another request took an abandoned one over.
-    Times are Unix seconds.
-    """
-
-    scope: str
-    key: str
-    fingerprint: str  # method, path and SHA-256 of the body: a reuse with another request is refused
-    token: str
-    created_at: float
-    expires_at: float
-    status: int | None = None
-    body: str | None = None  # the response body (JSON text)
-
-    @property
-    def pending(self) -> bool:
-        return self.status is None
-
-    def reclaimable(self, now: float, pending_timeout: float) -> bool:
-        """Expired, or a reservation whose request crashed without releasing it."""
-        return self.expires_at <= now or (self.pending and self.created_at <= now - pending_timeout)
-
-
 class Store(abc.ABC):
-    """Persistence for threads, actors, messages, the per-thread event log and API keys.
+    """Persistence for threads, actors, messages and the event log; API keys, idempotency records and
+    registered capability versions in the small stores `keys`, `idempotency` and `capabilities`.
 
     The mutations of threads are rules written here, each as one transaction body over `Tx`; a backend
     provides `transaction` (how a body runs atomically), the `Tx` primitives and the reads.
     """
 
-    # Claims also delete expired idempotency records, at most once per this many seconds per store.
-    IDEMPOTENCY_PURGE_INTERVAL = 3600.0
+    # the small stores beside the threads, on the same connection (each backend sets them)
+    keys: KeyStore
+    idempotency: IdempotencyStore
+    capabilities: CapabilityStore
 
     def __init__(self) -> None:
         self._commit_listeners: list[CommitListener] = []
-        self._idempotency_purge_due = float("-inf")
 
     def add_commit_listener(self, listener: CommitListener) -> None:
         """Call `listener(thread_id, thread_changed)` after every committed write that appended events to that
@@ -401,26 +334,6 @@ class Store(abc.ABC):
     async def list_events(self, thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
         """The thread's events with seq > `after`, ascending."""
 
-    # keys
-    @abc.abstractmethod
-    async def create_key(self, key: KeyRecord) -> None: ...
-
-    @abc.abstractmethod
-    async def find_key(self, key_hash: str) -> KeyRecord | None: ...
-
-    @abc.abstractmethod
-    async def list_keys(self) -> list[KeyRecord]: ...
-
-    @abc.abstractmethod
-    async def delete_key(self, key_id: str) -> bool: ...
-
-    @abc.abstractmethod
-    async def existing_key_ids(self, key_ids: Sequence[str]) -> set[str]:
-        """Which of `key_ids` are keys in the store (the others were revoked): one read."""
-
-    @abc.abstractmethod
-    async def has_admin_key(self) -> bool: ...
-
     # the store-wide event log
 
     @abc.abstractmethod
@@ -455,50 +368,6 @@ class Store(abc.ABC):
         load the poll reads every event written, this process's own included)."""
         events = await self.events_since(after_gid, limit)
         return (events[-1].gid if events else after_gid), {e.thread_id for e in events}
-
-    # capability registry
-
-    @abc.abstractmethod
-    async def register_capability_version(self, record: CapabilityVersionRecord) -> CapabilityVersionRecord:
-        """Store `record` unless (id, version) exists; returns the stored one (compare to see who won)."""
-
-    @abc.abstractmethod
-    async def list_capability_versions(self) -> list[CapabilityVersionRecord]:
-        """Every registered version, oldest registration first."""
-
-    # idempotency records
-
-    @abc.abstractmethod
-    async def claim_idempotency_key(
-        self, claim: IdempotencyRecord, *, pending_timeout: float
-    ) -> IdempotencyRecord | None:
-        """Reserve (claim.scope, claim.key) for a request (`claim` pending, `claim.created_at` is now).
-
-        Returns None when the reservation is the caller's, else the record holding the key. Atomic: of
-        concurrent claims of one key exactly one gets None. A held record that is expired, or still
-        pending `pending_timeout` seconds after its creation, is replaced by `claim`."""
-
-    @abc.abstractmethod
-    async def complete_idempotency_key(self, scope: str, key: str, token: str, status: int, body: str) -> bool:
-        """Store the response of the reservation `token`; False if that reservation is gone."""
-
-    @abc.abstractmethod
-    async def release_idempotency_key(self, scope: str, key: str, token: str) -> bool:
-        """Drop the pending reservation `token` (its request failed), so a retry runs again."""
-
-    @abc.abstractmethod
-    async def purge_idempotency_keys(self, now: float) -> int:
-        """Delete records expired at `now`; returns how many."""
-
-    def _idempotency_purge_is_due(self, now: float) -> bool:
-        """True at most once per `IDEMPOTENCY_PURGE_INTERVAL`: time for a claim to purge expired records.
-
-        Purging never changes an answer (a claim treats an expired record as absent); it keeps the
-        table small on backends without a TTL monitor."""
-        if now < self._idempotency_purge_due:
-            return False
-        self._idempotency_purge_due = now + self.IDEMPOTENCY_PURGE_INTERVAL
-        return True
 
 
 async def _insert_refs(tx: Tx, refs: Sequence[CapabilityRef]) -> None:

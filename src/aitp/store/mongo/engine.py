@@ -70,7 +70,7 @@ class MongoEngine:
         await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
         await db.capability_refs.create_index([("message_id", ASCENDING)])
         # MongoDB deletes each record once its own `expires_at` has passed (so changing the retention
-        # needs no index rebuild); `purge_idempotency_keys` does the same for servers without a TTL monitor.
+        # needs no index rebuild); `MongoIdempotency.purge` does the same for servers without a TTL monitor.
         await db.idempotency_keys.create_index([("expires_at", ASCENDING)], expireAfterSeconds=0)
 
     async def exists(self) -> bool:

@@ -6,40 +6,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from pymongo import ASCENDING, DESCENDING
-from pymongo.errors import DuplicateKeyError, OperationFailure
+from pymongo.errors import OperationFailure
 
-from aitp.store.base import (
-    ActorRecord,
-    CapabilityRef,
-    CapabilityVersionRecord,
-    EventRecord,
-    IdempotencyRecord,
-    KeyRecord,
-    MessageRecord,
-    Page,
-    Store,
-    ThreadRecord,
-    capability_version_document,
-)
+from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, Page, Store, ThreadRecord
+from aitp.store.mongo.capabilities import MongoCapabilities
 from aitp.store.mongo.documents import (
-    capability_version_record,
     event_record,
-    idempotency_doc,
-    idempotency_id,
-    idempotency_record,
-    key_record,
     message_record,
     ref_key,
+    ref_record,
     thread_actors,
     thread_record,
 )
 from aitp.store.mongo.engine import MongoEngine
+from aitp.store.mongo.idempotency import MongoIdempotency
+from aitp.store.mongo.keys import MongoKeys
 from aitp.store.mongo.tx import MongoTx
 from aitp.store.transaction import Body
 
@@ -58,6 +44,9 @@ class MongoStore(Store):
     def __init__(self, url: str, database: str) -> None:
         super().__init__()
         self.engine = MongoEngine(url, database)
+        self.keys = MongoKeys(self.engine)
+        self.idempotency = MongoIdempotency(self.engine)
+        self.capabilities = MongoCapabilities(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> MongoStore:
@@ -118,10 +107,7 @@ class MongoStore(Store):
 
     async def get_ref(self, thread_id: str, kind: str, ref_id: str) -> CapabilityRef | None:
         doc = await self._db.capability_refs.find_one({"_id": ref_key(thread_id, kind, ref_id)})
-        if doc is None:
-            return None
-        fields = ("thread_id", "kind", "ref_id", "message_id", "actor", "body")
-        return CapabilityRef(**{name: doc[name] for name in fields})
+        return None if doc is None else ref_record(doc)
 
     async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None:
         doc = await self._db.messages.find_one({"_id": message_id, "thread_id": thread_id})
@@ -140,37 +126,6 @@ class MongoStore(Store):
             self._db.events.find({"thread_id": thread_id, "seq": {"$gt": after}}).sort("seq", ASCENDING).limit(limit)
         )
         return [event_record(d) async for d in cursor]
-
-    # keys
-
-    async def create_key(self, key: KeyRecord) -> None:
-        await self._db.api_keys.insert_one(
-            {
-                "_id": key.id,
-                "hash": key.hash,
-                "actor": key.actor,
-                "admin": key.admin,
-                "scopes": key.scopes,
-                "created_at": key.created_at,
-                "prefix": key.prefix,
-            }
-        )
-
-    async def find_key(self, key_hash: str) -> KeyRecord | None:
-        doc = await self._db.api_keys.find_one({"hash": key_hash})
-        return None if doc is None else key_record(doc)
-
-    async def list_keys(self) -> list[KeyRecord]:
-        return [key_record(d) async for d in self._db.api_keys.find({}).sort("_id", ASCENDING)]
-
-    async def delete_key(self, key_id: str) -> bool:
-        return (await self._db.api_keys.delete_one({"_id": key_id})).deleted_count > 0
-
-    async def existing_key_ids(self, key_ids: Sequence[str]) -> set[str]:
-        return {doc["_id"] async for doc in self._db.api_keys.find({"_id": {"$in": list(key_ids)}}, {"_id": 1})}
-
-    async def has_admin_key(self) -> bool:
-        return await self._db.api_keys.find_one({"admin": True}) is not None
 
     # the store-wide event log
 
@@ -204,71 +159,3 @@ class MongoStore(Store):
     async def last_event_gid(self) -> int:
         doc = await self._db.counters.find_one({"_id": "events"})
         return 0 if doc is None else int(doc["gid"])
-
-    # capability registry
-
-    async def register_capability_version(self, record: CapabilityVersionRecord) -> CapabilityVersionRecord:
-        key = f"{record.id}@{record.version}"
-        try:
-            await self._db.capability_versions.insert_one(
-                {
-                    "_id": key,
-                    # a JSON string: schemas are full of "$ref"/"$schema" keys, which MongoDB < 5 refuses
-                    "document": capability_version_document(record),
-                    "created_at": record.created_at,
-                    "created_by": record.created_by,
-                }
-            )
-        except DuplicateKeyError:
-            pass
-        doc = await self._db.capability_versions.find_one({"_id": key})
-        return capability_version_record(doc)
-
-    async def list_capability_versions(self) -> list[CapabilityVersionRecord]:
-        cursor = self._db.capability_versions.find({}).sort([("created_at", ASCENDING), ("_id", ASCENDING)])
-        return [capability_version_record(d) async for d in cursor]
-
-    # idempotency records
-
-    async def claim_idempotency_key(
-        self, claim: IdempotencyRecord, *, pending_timeout: float
-    ) -> IdempotencyRecord | None:
-        # Single-document atomic writes, no transaction: the unique _id decides who inserts first, and a
-        # takeover replaces only the exact reservation it saw (by token), so two takeovers cannot both win.
-        if self._idempotency_purge_is_due(claim.created_at):
-            await self.purge_idempotency_keys(claim.created_at)  # the TTL monitor's job, where there is none
-        records = self._db.idempotency_keys
-        key = idempotency_id(claim.scope, claim.key)
-        document = idempotency_doc(claim)
-        while True:  # each pass that fails saw another claim win, whose fresh record the next pass returns
-            try:
-                await records.insert_one({"_id": key, **document})
-                return None
-            except DuplicateKeyError:
-                pass
-            found = await records.find_one({"_id": key})
-            if found is None:
-                continue  # released or purged meanwhile
-            held = idempotency_record(found)
-            if not held.reclaimable(claim.created_at, pending_timeout):
-                return held
-            replaced = await records.replace_one({"_id": key, "token": held.token}, document)
-            if replaced.modified_count:
-                return None
-
-    async def complete_idempotency_key(self, scope: str, key: str, token: str, status: int, body: str) -> bool:
-        result = await self._db.idempotency_keys.update_one(
-            {"_id": idempotency_id(scope, key), "token": token, "status": None},
-            {"$set": {"status": status, "body": body}},
-        )
-        return result.modified_count > 0
-
-    async def release_idempotency_key(self, scope: str, key: str, token: str) -> bool:
-        result = await self._db.idempotency_keys.delete_one(
-            {"_id": idempotency_id(scope, key), "token": token, "status": None}
-        )
-        return result.deleted_count > 0
-
-    async def purge_idempotency_keys(self, now: float) -> int:
-        result = await self._db.idempotency_keys.delete_many({"expires_at": {"$lte": datetime.fromtimestamp(now, UTC)}})
-        return result.deleted_count

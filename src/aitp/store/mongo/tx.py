@@ -8,15 +8,7 @@ from typing import Any
 from pymongo import DESCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from aitp.store.base import (
-    ActorRecord,
-    CapabilityRef,
-    EventRecord,
-    MessageRecord,
-    NewEvent,
-    RefRelease,
-    ThreadRecord,
-)
+from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, NewEvent, RefRelease, ThreadRecord
 from aitp.store.mongo.documents import (
     Session,
     actor_doc,

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import fields
+from typing import Any, TypeVar
 
 import orjson
 
-from aitp.store.base import (
-    ActorRecord,
-    CapabilityRef,
-    CapabilityVersionRecord,
-    EventRecord,
-    IdempotencyRecord,
-    KeyRecord,
-    MessageRecord,
-    ThreadRecord,
-    capability_version_from_document,
-)
+from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, ThreadRecord
+
+R = TypeVar("R")
+Reader = Callable[[sqlite3.Row], R]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -118,89 +113,20 @@ def loads(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
 
 
-def thread_record(row: sqlite3.Row) -> ThreadRecord:
-    return ThreadRecord(
-        id=row["id"],
-        created_at=row["created_at"],
-        creator=row["creator"],
-        metadata=loads(row["metadata"]),
-        parent_id=row["parent_id"],
-        tool_resources=loads(row["tool_resources"]),
-        last_seq=row["last_seq"],
-    )
+def _reader(record: type[R], *, json: Collection[str] = (), columns: Mapping[str, str] | None = None) -> Reader[R]:
+    """How a row reads as `record`: each field, in order, from the column of its name (or the one `columns`
+    names), the JSON text of the `json` fields decoded. (Positional: a quarter faster than keywords.)"""
+    renamed = columns or {}
+    plan = [(renamed.get(f.name, f.name), f.name in json) for f in fields(record)]  # type: ignore[arg-type]
+
+    def read(row: sqlite3.Row) -> R:
+        return record(*[loads(row[column]) if decoded else row[column] for column, decoded in plan])
+
+    return read
 
 
-def actor_record(row: sqlite3.Row) -> ActorRecord:
-    return ActorRecord(
-        thread_id=row["thread_id"],
-        id=row["actor_id"],
-        client_id=row["client_id"],
-        capabilities=loads(row["capabilities"]),
-        joined_at=row["joined_at"],
-    )
-
-
-def message_record(row: sqlite3.Row) -> MessageRecord:
-    return MessageRecord(
-        id=row["id"],
-        thread_id=row["thread_id"],
-        seq=row["seq"],
-        created_at=row["created_at"],
-        actor=row["actor"],
-        role=row["role"],
-        content=loads(row["content"]),
-        attachments=loads(row["attachments"]),
-        metadata=loads(row["metadata"]),
-        aitp=loads(row["aitp"]),
-    )
-
-
-def event_record(row: sqlite3.Row) -> EventRecord:
-    return EventRecord(
-        gid=row["gid"],
-        thread_id=row["thread_id"],
-        seq=row["seq"],
-        type=row["type"],
-        created_at=row["created_at"],
-        data=loads(row["data"]),
-    )
-
-
-def ref_record(row: sqlite3.Row) -> CapabilityRef:
-    return CapabilityRef(
-        thread_id=row["thread_id"],
-        kind=row["kind"],
-        ref_id=row["ref_id"],
-        message_id=row["message_id"],
-        actor=row["actor"],
-        body=loads(row["body"]),
-    )
-
-
-def capability_version_record(row: sqlite3.Row) -> CapabilityVersionRecord:
-    return capability_version_from_document(row["document"], row["created_at"], row["created_by"])
-
-
-def idempotency_record(row: sqlite3.Row) -> IdempotencyRecord:
-    return IdempotencyRecord(
-        scope=row["scope"],
-        key=row["key"],
-        fingerprint=row["fingerprint"],
-        token=row["token"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        status=row["status"],
-        body=row["body"],
-    )
-
-
-def key_record(row: sqlite3.Row) -> KeyRecord:
-    return KeyRecord(
-        id=row["id"],
-        hash=row["hash"],
-        actor=row["actor"],
-        admin=bool(row["admin"]),
-        scopes=loads(row["scopes"]),
-        created_at=row["created_at"],
-        prefix=row["prefix"],
-    )
+thread_record = _reader(ThreadRecord, json=("metadata", "tool_resources"))
+actor_record = _reader(ActorRecord, json=("capabilities",), columns={"id": "actor_id"})
+message_record = _reader(MessageRecord, json=("content", "attachments", "metadata", "aitp"))
+event_record = _reader(EventRecord, json=("data",))
+ref_record = _reader(CapabilityRef, json=("body",))

@@ -4,32 +4,18 @@ event loop, the store thread, group commit, checkpoints) is its engine's busines
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from aitp.store.base import (
-    ActorRecord,
-    CapabilityRef,
-    CapabilityVersionRecord,
-    EventRecord,
-    IdempotencyRecord,
-    KeyRecord,
-    MessageRecord,
-    Page,
-    Store,
-    ThreadRecord,
-    capability_version_document,
-)
+from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, Page, Store, ThreadRecord
+from aitp.store.sqlite.capabilities import SQLiteCapabilities
 from aitp.store.sqlite.engine import DEFAULT_SYNCHRONOUS, SYNCHRONOUS_MODES, SQLiteEngine
+from aitp.store.sqlite.idempotency import SQLiteIdempotency
+from aitp.store.sqlite.keys import SQLiteKeys
 from aitp.store.sqlite.schema import (
     SCHEMA,
-    capability_version_record,
-    dumps,
     event_record,
-    idempotency_record,
-    key_record,
     message_record,
     ref_record,
     thread_record,
@@ -38,7 +24,6 @@ from aitp.store.sqlite.tx import find_message, live_thread, run_body, thread_act
 from aitp.store.transaction import Body
 
 T = TypeVar("T")
-MAX_PARAMS = 500  # values bound in one statement (SQLite allows 32,766 since 3.32, 999 before)
 
 
 def _within(column: str, page: Page[Any]) -> tuple[str, list[Any]]:
@@ -61,6 +46,9 @@ class SQLiteStore(Store):
     def __init__(self, path: str | Path, *, synchronous: str = DEFAULT_SYNCHRONOUS) -> None:
         super().__init__()
         self.engine = SQLiteEngine(str(path), synchronous)
+        self.keys = SQLiteKeys(self.engine)
+        self.idempotency = SQLiteIdempotency(self.engine)
+        self.capabilities = SQLiteCapabilities(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
@@ -169,54 +157,6 @@ class SQLiteStore(Store):
 
         return await self.engine.run(op)
 
-    # keys
-
-    async def create_key(self, key: KeyRecord) -> None:
-        def op(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO api_keys (id, hash, actor, admin, scopes, created_at, prefix)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key.id, key.hash, key.actor, int(key.admin), dumps(key.scopes), key.created_at, key.prefix),
-            )
-
-        await self.engine.write(op)
-
-    async def find_key(self, key_hash: str) -> KeyRecord | None:
-        def op(conn: sqlite3.Connection) -> KeyRecord | None:
-            row = conn.execute("SELECT * FROM api_keys WHERE hash = ?", (key_hash,)).fetchone()
-            return None if row is None else key_record(row)
-
-        return await self.engine.run(op)
-
-    async def list_keys(self) -> list[KeyRecord]:
-        def op(conn: sqlite3.Connection) -> list[KeyRecord]:
-            return [key_record(r) for r in conn.execute("SELECT * FROM api_keys ORDER BY id")]
-
-        return await self.engine.run(op)
-
-    async def delete_key(self, key_id: str) -> bool:
-        def op(conn: sqlite3.Connection) -> bool:
-            return conn.execute("DELETE FROM api_keys WHERE id = ?", (key_id,)).rowcount > 0
-
-        return await self.engine.write(op)
-
-    async def existing_key_ids(self, key_ids: Sequence[str]) -> set[str]:
-        def op(conn: sqlite3.Connection) -> set[str]:
-            found: set[str] = set()
-            for start in range(0, len(key_ids), MAX_PARAMS):
-                chunk = list(key_ids[start : start + MAX_PARAMS])
-                marks = ",".join("?" * len(chunk))
-                found.update(row[0] for row in conn.execute(f"SELECT id FROM api_keys WHERE id IN ({marks})", chunk))
-            return found
-
-        return await self.engine.run(op)
-
-    async def has_admin_key(self) -> bool:
-        def op(conn: sqlite3.Connection) -> bool:
-            return conn.execute("SELECT 1 FROM api_keys WHERE admin = 1 LIMIT 1").fetchone() is not None
-
-        return await self.engine.run(op)
-
     # the store-wide event log
 
     async def events_since(self, after_gid: int, limit: int) -> list[EventRecord]:
@@ -252,85 +192,3 @@ class SQLiteStore(Store):
             return row[0] or 0
 
         return await self.engine.run(op)
-
-    # capability registry
-
-    async def register_capability_version(self, record: CapabilityVersionRecord) -> CapabilityVersionRecord:
-        def op(conn: sqlite3.Connection) -> CapabilityVersionRecord:
-            conn.execute(
-                "INSERT OR IGNORE INTO capability_versions (id, version, document, created_at, created_by)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (record.id, record.version, capability_version_document(record), record.created_at, record.created_by),
-            )
-            row = conn.execute(
-                "SELECT * FROM capability_versions WHERE id = ? AND version = ?", (record.id, record.version)
-            ).fetchone()
-            return capability_version_record(row)
-
-        return await self.engine.write(op)
-
-    async def list_capability_versions(self) -> list[CapabilityVersionRecord]:
-        def op(conn: sqlite3.Connection) -> list[CapabilityVersionRecord]:
-            rows = conn.execute("SELECT * FROM capability_versions ORDER BY position")
-            return [capability_version_record(r) for r in rows]
-
-        return await self.engine.run(op)
-
-    # idempotency records
-
-    async def claim_idempotency_key(
-        self, claim: IdempotencyRecord, *, pending_timeout: float
-    ) -> IdempotencyRecord | None:
-        purge = self._idempotency_purge_is_due(claim.created_at)
-
-        def op(conn: sqlite3.Connection) -> IdempotencyRecord | None:
-            # BEGIN IMMEDIATE serialises claims, across processes too: read, then insert or take over.
-            if purge:
-                conn.execute("DELETE FROM idempotency_keys WHERE expires_at <= ?", (claim.created_at,))
-            row = conn.execute(
-                "SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?", (claim.scope, claim.key)
-            ).fetchone()
-            if row is not None:
-                held = idempotency_record(row)
-                if not held.reclaimable(claim.created_at, pending_timeout):
-                    return held
-            conn.execute(
-                "INSERT OR REPLACE INTO idempotency_keys"
-                " (scope, key, fingerprint, token, created_at, expires_at, status, body)"
-                " VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)",
-                (claim.scope, claim.key, claim.fingerprint, claim.token, claim.created_at, claim.expires_at),
-            )
-            return None
-
-        return await self.engine.write(op, may_wait=purge)  # a purge is unbounded: not on the loop
-
-    async def complete_idempotency_key(self, scope: str, key: str, token: str, status: int, body: str) -> bool:
-        def op(conn: sqlite3.Connection) -> bool:
-            return (
-                conn.execute(
-                    "UPDATE idempotency_keys SET status = ?, body = ?"
-                    " WHERE scope = ? AND key = ? AND token = ? AND status IS NULL",
-                    (status, body, scope, key, token),
-                ).rowcount
-                > 0
-            )
-
-        return await self.engine.write(op)
-
-    async def release_idempotency_key(self, scope: str, key: str, token: str) -> bool:
-        def op(conn: sqlite3.Connection) -> bool:
-            return (
-                conn.execute(
-                    "DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND token = ? AND status IS NULL",
-                    (scope, key, token),
-                ).rowcount
-                > 0
-            )
-
-        return await self.engine.write(op)
-
-    async def purge_idempotency_keys(self, now: float) -> int:
-        def op(conn: sqlite3.Connection) -> int:
-            return conn.execute("DELETE FROM idempotency_keys WHERE expires_at <= ?", (now,)).rowcount
-
-        return await self.engine.write(op, may_wait=True)

@@ -6,15 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from aitp.store.base import (
-    ActorRecord,
-    CapabilityRef,
-    EventRecord,
-    MessageRecord,
-    NewEvent,
-    RefRelease,
-    ThreadRecord,
-)
+from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, NewEvent, RefRelease, ThreadRecord
 from aitp.store.sqlite.schema import actor_record, dumps, message_record, thread_record
 from aitp.store.transaction import Body, Tx
 

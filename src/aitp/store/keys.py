@@ -1,0 +1,43 @@
+"""API keys as stored: the record and the small store that keeps them (one implementation per backend)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass
+class KeyRecord:
+    id: str
+    hash: str
+    actor: str
+    admin: bool
+    created_at: int
+    prefix: str
+    scopes: list[str] = field(default_factory=list)
+
+
+class KeyStore(abc.ABC):
+    """Keys by id, found by the hash of their secret (`hash` is unique)."""
+
+    @abc.abstractmethod
+    async def create(self, key: KeyRecord) -> None: ...
+
+    @abc.abstractmethod
+    async def find(self, key_hash: str) -> KeyRecord | None: ...
+
+    @abc.abstractmethod
+    async def all(self) -> list[KeyRecord]:
+        """Every key, by id."""
+
+    @abc.abstractmethod
+    async def delete(self, key_id: str) -> bool:
+        """False if there was no such key."""
+
+    @abc.abstractmethod
+    async def existing(self, key_ids: Sequence[str]) -> set[str]:
+        """Which of `key_ids` are keys in the store (the others were revoked): one read."""
+
+    @abc.abstractmethod
+    async def has_admin(self) -> bool: ...

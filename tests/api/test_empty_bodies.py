@@ -5,7 +5,7 @@ route whose body fields are all optional (create a thread, modify a thread or a 
 `{}`; the others refuse it naming the first required parameter (400 `missing_required_parameter`),
 whatever the `Content-Type` (JSON, a `+json` type, or none) and with an `Idempotency-Key` too.
 
-It used to hang: a direct route (`api/direct_route.py`) read the empty body, then handed the request to
+It used to hang: a route that skipped FastAPI's parameter solving read the empty body, then handed the request to
 FastAPI's path, which read the body again and waited for one that never came, until the client gave up.
 
 The routes come from the app's own route table, so a new POST route is covered without editing this file.

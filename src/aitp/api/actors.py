@@ -5,14 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
 from aitp.api.idempotency import idempotent
 from aitp.api.responses import FastJSONResponse
+from aitp.api.route import ApiRoute
 from aitp.models import Actor, ActorInput, ActorList, DeletedObject, Identity
 from aitp.services import actors
 
-router = APIRouter(prefix="/v1", tags=["actors"], route_class=DirectRoute)
+router = APIRouter(prefix="/v1", tags=["actors"], route_class=ApiRoute)
 
 
 @router.get(

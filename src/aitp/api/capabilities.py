@@ -7,10 +7,10 @@ from typing import Any
 from fastapi import APIRouter
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
 from aitp.api.idempotency import idempotent
 from aitp.api.responses import FastJSONResponse
+from aitp.api.route import ApiRoute
 from aitp.models import (
     Capability,
     CapabilityExampleList,
@@ -20,7 +20,7 @@ from aitp.models import (
 )
 from aitp.services import capabilities, registration
 
-router = APIRouter(prefix="/v1", tags=["capabilities"], route_class=DirectRoute)
+router = APIRouter(prefix="/v1", tags=["capabilities"], route_class=ApiRoute)
 
 
 @router.get(

@@ -5,13 +5,16 @@ a 400 naming the field; an empty body is read as `{}`, as OpenAI does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
 from starlette.requests import Request
 
 from aitp.errors import InvalidRequest
+from aitp.inputs.strict_json import parse_json
+
+T = TypeVar("T")
 
 
 def declares_json(content_type: str | None) -> bool:
@@ -29,6 +32,28 @@ class StrictJSONRequest(Request):
         return self._value
 
 
+def body_errors(exc: ValidationError) -> RequestValidationError:
+    """pydantic's errors about a request body, as FastAPI raises them (each `loc` under "body")."""
+    return RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)])
+
+
+async def read_body(request: Request, body_type: TypeAdapter[T]) -> T:
+    """The request's required body as `body_type`, read by the rules every route of the API follows: an
+    empty body is `{}` (`empty_body_refusal`), a body declared JSON goes through `parse_json`, any other
+    body is not an object; the model validates what was sent as FastAPI does (`from_attributes`), so the
+    refusals are the same as on a route FastAPI serves."""
+    raw = await request.body()
+    if not raw:
+        refusal = empty_body_refusal(body_type)
+        assert refusal is not None  # (a required body)
+        raise refusal
+    value = parse_json(raw) if declares_json(request.headers.get("content-type")) else raw
+    try:
+        return body_type.validate_python(value, from_attributes=True)
+    except ValidationError as exc:
+        raise body_errors(exc) from None
+
+
 def empty_body_refusal(body_type: TypeAdapter[Any] | None) -> Exception | None:
     """What an empty body means for a route whose body is `body_type` (None: optional).
 
@@ -39,6 +64,6 @@ def empty_body_refusal(body_type: TypeAdapter[Any] | None) -> Exception | None:
     try:
         body_type.validate_python({})
     except ValidationError as exc:
-        return RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)])
+        return body_errors(exc)
     # (a required body whose fields are all optional: none today)
     return InvalidRequest("The request body is missing: this route takes a JSON object.", code="missing_body")

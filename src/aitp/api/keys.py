@@ -5,16 +5,16 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from aitp.api.deps import AdminDep, RuntimeDep
-from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
 from aitp.api.idempotency import idempotent
 from aitp.api.responses import FastJSONResponse
+from aitp.api.route import ApiRoute
 from aitp.gate import Gate
 from aitp.models import ApiKeyList, CreatedApiKey, CreateKeyRequest, DeletedObject
 from aitp.services import keys
 from aitp.services.connections import stream_slots
 
-router = APIRouter(prefix="/v1", tags=["keys"], route_class=DirectRoute)
+router = APIRouter(prefix="/v1", tags=["keys"], route_class=ApiRoute)
 
 
 @router.post(

@@ -5,16 +5,30 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Query
+from pydantic import TypeAdapter
+from starlette.requests import Request
+from starlette.responses import Response
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
 from aitp.api.idempotency import idempotent
+from aitp.api.json_body import read_body
 from aitp.api.responses import FastJSONResponse
+from aitp.api.route import ApiRoute, served_by
+from aitp.context import principal_of, runtime_of
 from aitp.models import CreateMessageRequest, DeletedObject, ListPage, Message, ModifyMessageRequest
 from aitp.services import messages
 
-router = APIRouter(prefix="/v1", tags=["messages"], route_class=DirectRoute)
+router = APIRouter(prefix="/v1", tags=["messages"], route_class=ApiRoute)
+_create_message_body = TypeAdapter(CreateMessageRequest)
+
+
+async def post_message(request: Request) -> Response:
+    """POST /v1/threads/{thread_id}/messages, the ingest hot path, as a plain Starlette endpoint: its
+    arguments read here, by the rules FastAPI would follow for `create_message`'s declaration."""
+    scope = request.scope
+    body = await read_body(request, _create_message_body)
+    return await create_message(request.path_params["thread_id"], body, runtime_of(scope), principal_of(scope))
 
 
 @router.post(
@@ -24,6 +38,7 @@ router = APIRouter(prefix="/v1", tags=["messages"], route_class=DirectRoute)
     summary="Create a message",
 )
 @idempotent()
+@served_by(post_message)
 async def create_message(
     thread_id: str, body: CreateMessageRequest, rt: RuntimeDep, principal: PrincipalDep
 ) -> FastJSONResponse:

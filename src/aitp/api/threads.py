@@ -7,14 +7,14 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Query
 
 from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.direct_route import DirectRoute
 from aitp.api.errors import BODY, KEYED, error_responses
 from aitp.api.idempotency import idempotent
 from aitp.api.responses import FastJSONResponse
+from aitp.api.route import ApiRoute
 from aitp.models import CreateThreadRequest, DeletedObject, ListPage, ModifyThreadRequest, Thread
 from aitp.services import threads
 
-router = APIRouter(prefix="/v1", tags=["threads"], route_class=DirectRoute)
+router = APIRouter(prefix="/v1", tags=["threads"], route_class=ApiRoute)
 
 
 @router.post(

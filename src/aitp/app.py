@@ -47,17 +47,22 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
             await runtime.store.open()
         await registration.sync_registry(runtime)
         await runtime.hub.start()
-        # streams of keys revoked by other processes end within PRINCIPAL_TTL
-        revocations = asyncio.create_task(
-            revocation.watch(runtime.store, runtime.state(Gate).principals, runtime.state(stream_slots)),
-            name="aitp-revocation-watch",
-        )
+        followers = [
+            # streams of keys revoked by other processes end within PRINCIPAL_TTL
+            asyncio.create_task(
+                revocation.watch(runtime.store, runtime.state(Gate).principals, runtime.state(stream_slots)),
+                name="aitp-revocation-watch",
+            ),
+            # versions registered through other instances are usable here within FOLLOW_INTERVAL
+            asyncio.create_task(registration.follow(runtime), name="aitp-registry-follow"),
+        ]
         try:
             yield
         finally:
-            revocations.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await revocations
+            for task in followers:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await runtime.hub.stop()
             if owns_store:
                 await runtime.store.close()

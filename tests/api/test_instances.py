@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import httpx
 import pytest
 
 from aitp.testing import start_server
+from tests.api.test_capability_registration import ORDERS_URL, order, registration
 from tests.conftest import ADMIN_KEY, Backend
 from tests.support.live import ws_connect, ws_events
 from tests.support.sqlite_lock import write_lock_held
@@ -70,6 +72,35 @@ async def test_a_membership_change_on_one_instance_reaches_posts_on_another(back
             assert refused.status_code == 404, refused.text
             texts = [m["content"][0]["text"]["value"] for m in (await on_b.get(url, headers=as_alice)).json()["data"]]
             assert "before" in texts
+    finally:
+        first.stop()
+        second.stop()
+
+
+async def test_a_version_registered_through_one_instance_is_soon_usable_in_posts_on_another(
+    backend: Backend, tmp_path: Path
+) -> None:
+    # A's registry follows the store in the background: nothing on A reads the capability before the posts
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY}
+    first = start_server(backend.url, tmp_path / "a.log", env)
+    second = start_server(backend.url, tmp_path / "b.log", env)
+    try:
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        async with (
+            httpx.AsyncClient(base_url=first.base_url + "/v1", headers=admin, timeout=30) as on_a,
+            httpx.AsyncClient(base_url=second.base_url + "/v1", headers=admin, timeout=30) as on_b,
+        ):
+            created = await on_a.post("/threads", json={"actors": [{"id": "admin", "capabilities": [ORDERS_URL]}]})
+            url = f"/threads/{created.json()['id']}/messages"
+            assert (await on_b.post("/capabilities", json=registration())).status_code == 201
+            for _ in range(200):
+                posted = await on_a.post(url, json={"content": json.dumps(order())})
+                if posted.status_code == 200:
+                    break
+                assert posted.json()["error"]["code"] == "unknown_capability", posted.text
+                await asyncio.sleep(0.05)
+            assert posted.status_code == 200, posted.text
+            assert posted.json()["aitp"][0]["capability"] == "acme-orders"
     finally:
         first.stop()
         second.stop()

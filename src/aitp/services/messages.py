@@ -16,7 +16,6 @@ from aitp.principals import Principal
 from aitp.runtime import Runtime, now
 from aitp.services.access import ThreadView, acting_actor, readable_thread
 from aitp.services.paging import cursor_page
-from aitp.services.registration import retry_after_sync
 from aitp.store.base import AuthorNotMember, DuplicateRef, MessageRecord, NewEvent, Order
 
 
@@ -87,7 +86,7 @@ async def create_message(
     view = await readable_thread(rt, principal, thread_id, recent=True)  # the hot path: ~10% of a POST
     created_at = now()
     try:
-        record, parts = await retry_after_sync(rt, lambda: build_message(rt, principal, view, body, created_at))
+        record, parts = build_message(rt, principal, view, body, created_at)
     except CapabilityNotSupported as refused:
         if refused.by_recipients:
             await rt.store.append_event(thread_id, refusal_event(thread_id, refused, created_at))

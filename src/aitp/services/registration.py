@@ -2,8 +2,10 @@
 
 Shipped capabilities come from files; registered ones live in the store (`capability_versions`), so they
 survive restarts and reach every instance sharing the store. An instance loads them at start-up, before
-each registration, and when a lookup misses (`sync_on_miss`), so a version registered on instance B is
-usable on instance A at its first use there.
+each registration, and then follows the store in the background (`follow`, for the app's lifetime), so
+a version registered on instance B is usable on instance A within `FOLLOW_INTERVAL`, and no post waits
+for a sync. A read of the registry that misses (a capability's page, schema or examples: `$schema` URLs
+must resolve on every instance) syncs first (`retry_after_sync`), at most once per `MISS_SYNC_INTERVAL`.
 
 What a schema costs is bounded before the server spends it: the cost of validating against it
 (`complexity`, in `compile_version`), and the CPU time and memory of compiling it, tried first in a child
@@ -45,10 +47,11 @@ from aitp.store.capabilities import CapabilityVersionRecord
 
 log = logging.getLogger(__name__)
 
-MISS_SYNC_INTERVAL = 1.0  # seconds: a flood of unknown URLs costs at most one store read a second
+FOLLOW_INTERVAL = 1.0  # seconds: how long a version registered through another instance may be unknown here
+MISS_SYNC_INTERVAL = 1.0  # seconds: a flood of unknown ids costs at most one store read a second
 MAX_REPORTED_BREAKS = 10
-# error codes that mean "this instance's registry does not know it", worth a sync before giving up
-REGISTRY_MISS_CODES = frozenset({"unknown_capability", "capability_not_found", "capability_version_not_found"})
+# error codes of registry reads that mean "this instance's registry does not know it", worth a sync first
+REGISTRY_MISS_CODES = frozenset({"capability_not_found", "capability_version_not_found"})
 
 T = TypeVar("T")
 
@@ -58,7 +61,10 @@ class _Syncs:
 
     def __init__(self, rt: Runtime) -> None:
         self.last = float("-inf")  # time.monotonic() of the last sync
-        self.registering = asyncio.Lock()  # one registration at a time in this process
+        self.registering = asyncio.Lock()  # one registration (or background sync) at a time in this process
+        # (id, version) of the stored versions already installed, compared, set aside or found malformed: a stored
+        # version never changes (the first registration of an id and version wins), so a sync looks at each once
+        self.seen: set[tuple[str, str]] = set()
 
 
 async def sync_registry(rt: Runtime) -> int:
@@ -68,19 +74,25 @@ async def sync_registry(rt: Runtime) -> int:
     loaded, for whatever reason, is logged and set aside (not tried again while its content is the same):
     it never stops the others, nor the server's start.
     """
-    rt.state(_Syncs).last = time.monotonic()
+    syncs = rt.state(_Syncs)
+    syncs.last = time.monotonic()
     fresh: list[tuple[CapabilityRef, CapabilityVersionRecord]] = []
     for record in await rt.store.capabilities.all():
+        if (record.id, record.version) in syncs.seen:
+            continue
         try:
             ref = CapabilityRef(record.id, Version(record.version))
         except Exception as exc:  # noqa: BLE001 - a malformed record is skipped like any unloadable one
+            syncs.seen.add((record.id, record.version))
             log.error("registered capability %r %r cannot be loaded and is skipped: %s", record.id, record.version, exc)
             continue
         if rt.registry.get(ref) is not None:
+            syncs.seen.add((record.id, record.version))
             if not _same_as_known(rt, ref, record):
                 log.warning("registered %s differs from the shipped file version; the file wins", ref)
             continue
         if rt.registry.is_set_aside(ref, _content(record)):
+            syncs.seen.add((record.id, record.version))
             continue
         fresh.append((ref, record))
     if not fresh:
@@ -92,6 +104,7 @@ async def sync_registry(rt: Runtime) -> int:
         verdicts = [trial.UNCHECKED] * len(fresh)
     added = 0
     for (ref, record), verdict in zip(fresh, verdicts, strict=True):
+        syncs.seen.add((record.id, record.version))
         if rt.registry.get(ref) is not None:  # a concurrent sync got there first
             continue
         try:
@@ -104,6 +117,19 @@ async def sync_registry(rt: Runtime) -> int:
     return added
 
 
+async def follow(rt: Runtime, interval: float = FOLLOW_INTERVAL) -> None:
+    """Sync every `interval` seconds, for the process's lifetime (one store read when nothing is new), one
+    sync or registration at a time. Registrations are not in the event log, so the hub's tailer cannot tell
+    when one was made elsewhere: the registry follows the store on its own, and posts never sync."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            async with rt.state(_Syncs).registering:
+                await sync_registry(rt)
+        except Exception:  # a store hiccup must not stop following for good
+            log.exception("syncing the capability registry with the store failed; trying again in %gs", interval)
+
+
 async def sync_on_miss(rt: Runtime) -> bool:
     """After a registry lookup missed: sync (at most once per interval); True if anything was added."""
     if time.monotonic() - rt.state(_Syncs).last < MISS_SYNC_INTERVAL:
@@ -112,7 +138,8 @@ async def sync_on_miss(rt: Runtime) -> bool:
 
 
 async def retry_after_sync(rt: Runtime, attempt: Callable[[], T]) -> T:
-    """`attempt()`; if it failed because the registry lacks a capability, sync and try once more."""
+    """`attempt()`, a read of the registry; if it failed because the registry lacks a capability, sync and
+    try once more."""
     try:
         return attempt()
     except APIError as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import orjson
@@ -21,7 +20,6 @@ from aitp.runtime import Runtime, now
 from aitp.services import messages as message_service
 from aitp.services.access import ThreadView, readable_thread
 from aitp.services.paging import cursor_page
-from aitp.services.registration import retry_after_sync
 from aitp.store.base import ActorRecord, DuplicateRef, MessageRecord, NewEvent, Order, ThreadRecord
 
 # Keys of the rendered metadata that the server owns (AITP-T01 carries them in metadata).
@@ -149,9 +147,7 @@ async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadReq
     done = Correlation()
     for i, item in enumerate(body.messages or []):
         request = CreateMessageRequest(content=[item]) if isinstance(item, str) else item
-        record, parts = await retry_after_sync(
-            rt, partial(message_service.build_message, rt, principal, view, request, created_at, f"messages[{i}]")
-        )
+        record, parts = message_service.build_message(rt, principal, view, request, created_at, f"messages[{i}]")
         if parts:
             done.extend(await correlate(rt.store, thread_id, record.id, record.actor, parts, f"messages[{i}].content"))
         messages.append((record, NewEvent("thread.message.created", render.message(record), created_at)))

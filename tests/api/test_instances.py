@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -16,6 +18,24 @@ from tests.support.live import ws_connect, ws_events
 from tests.support.sqlite_lock import write_lock_held
 
 MESSAGES = 50
+
+
+@asynccontextmanager
+async def two_instances(backend: Backend, tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    """Two server processes on the backend's store, and an admin client of each."""
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY}
+    first = start_server(backend.url, tmp_path / "a.log", env)
+    second = start_server(backend.url, tmp_path / "b.log", env)
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    try:
+        async with (
+            httpx.AsyncClient(base_url=first.base_url + "/v1", headers=admin, timeout=30) as on_a,
+            httpx.AsyncClient(base_url=second.base_url + "/v1", headers=admin, timeout=30) as on_b,
+        ):
+            yield on_a, on_b
+    finally:
+        first.stop()
+        second.stop()
 
 
 async def test_a_subscriber_on_one_instance_receives_in_order_what_another_instance_writes(
@@ -50,60 +70,38 @@ async def test_a_subscriber_on_one_instance_receives_in_order_what_another_insta
 
 async def test_a_membership_change_on_one_instance_reaches_posts_on_another(backend: Backend, tmp_path: Path) -> None:
     # instance A reuses the actors it read for bob's first post; his removal through B still stops the next
-    env = {"AITP_ADMIN_KEY": ADMIN_KEY}
-    first = start_server(backend.url, tmp_path / "a.log", env)
-    second = start_server(backend.url, tmp_path / "b.log", env)
-    try:
-        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
-        async with (
-            httpx.AsyncClient(base_url=first.base_url + "/v1", headers=admin, timeout=30) as on_a,
-            httpx.AsyncClient(base_url=second.base_url + "/v1", headers=admin, timeout=30) as on_b,
-        ):
-            alice = (await on_b.post("/keys", json={"actor": "alice"})).json()["key"]
-            bob = (await on_b.post("/keys", json={"actor": "bob"})).json()["key"]
-            as_alice, as_bob = {"Authorization": f"Bearer {alice}"}, {"Authorization": f"Bearer {bob}"}
-            created = await on_b.post("/threads", json={"actors": [{"id": "bob"}]}, headers=as_alice)
-            tid = created.json()["id"]
-            url = f"/threads/{tid}/messages"
-            assert (await on_a.post(url, json={"content": "before"}, headers=as_bob)).status_code == 200
-            assert (await on_b.delete(f"/threads/{tid}/actors/bob", headers=as_alice)).status_code == 200
-            # at once: the append checks membership in its own transaction, whatever this instance remembers
-            refused = await on_a.post(url, json={"content": "after"}, headers=as_bob)
-            assert refused.status_code == 404, refused.text
-            texts = [m["content"][0]["text"]["value"] for m in (await on_b.get(url, headers=as_alice)).json()["data"]]
-            assert "before" in texts
-    finally:
-        first.stop()
-        second.stop()
+    async with two_instances(backend, tmp_path) as (on_a, on_b):
+        alice = (await on_b.post("/keys", json={"actor": "alice"})).json()["key"]
+        bob = (await on_b.post("/keys", json={"actor": "bob"})).json()["key"]
+        as_alice, as_bob = {"Authorization": f"Bearer {alice}"}, {"Authorization": f"Bearer {bob}"}
+        created = await on_b.post("/threads", json={"actors": [{"id": "bob"}]}, headers=as_alice)
+        tid = created.json()["id"]
+        url = f"/threads/{tid}/messages"
+        assert (await on_a.post(url, json={"content": "before"}, headers=as_bob)).status_code == 200
+        assert (await on_b.delete(f"/threads/{tid}/actors/bob", headers=as_alice)).status_code == 200
+        # at once: the append checks membership in its own transaction, whatever this instance remembers
+        refused = await on_a.post(url, json={"content": "after"}, headers=as_bob)
+        assert refused.status_code == 404, refused.text
+        texts = [m["content"][0]["text"]["value"] for m in (await on_b.get(url, headers=as_alice)).json()["data"]]
+        assert "before" in texts
 
 
 async def test_a_version_registered_through_one_instance_is_soon_usable_in_posts_on_another(
     backend: Backend, tmp_path: Path
 ) -> None:
     # A's registry follows the store in the background: nothing on A reads the capability before the posts
-    env = {"AITP_ADMIN_KEY": ADMIN_KEY}
-    first = start_server(backend.url, tmp_path / "a.log", env)
-    second = start_server(backend.url, tmp_path / "b.log", env)
-    try:
-        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
-        async with (
-            httpx.AsyncClient(base_url=first.base_url + "/v1", headers=admin, timeout=30) as on_a,
-            httpx.AsyncClient(base_url=second.base_url + "/v1", headers=admin, timeout=30) as on_b,
-        ):
-            created = await on_a.post("/threads", json={"actors": [{"id": "admin", "capabilities": [ORDERS_URL]}]})
-            url = f"/threads/{created.json()['id']}/messages"
-            assert (await on_b.post("/capabilities", json=registration())).status_code == 201
-            for _ in range(200):
-                posted = await on_a.post(url, json={"content": json.dumps(order())})
-                if posted.status_code == 200:
-                    break
-                assert posted.json()["error"]["code"] == "unknown_capability", posted.text
-                await asyncio.sleep(0.05)
-            assert posted.status_code == 200, posted.text
-            assert posted.json()["aitp"][0]["capability"] == "acme-orders"
-    finally:
-        first.stop()
-        second.stop()
+    async with two_instances(backend, tmp_path) as (on_a, on_b):
+        created = await on_a.post("/threads", json={"actors": [{"id": "admin", "capabilities": [ORDERS_URL]}]})
+        url = f"/threads/{created.json()['id']}/messages"
+        assert (await on_b.post("/capabilities", json=registration())).status_code == 201
+        for _ in range(200):
+            posted = await on_a.post(url, json={"content": json.dumps(order())})
+            if posted.status_code == 200:
+                break
+            assert posted.json()["error"]["code"] == "unknown_capability", posted.text
+            await asyncio.sleep(0.05)
+        assert posted.status_code == 200, posted.text
+        assert posted.json()["aitp"][0]["capability"] == "acme-orders"
 
 
 JOINS = 20

@@ -19,6 +19,7 @@ from aitp.store.base import DuplicateRef
 from aitp.store.sqlite import SQLiteStore
 from aitp.store.sqlite import engine as sqlite_engine
 from aitp.store.sqlite.engine import SQLiteEngine
+from aitp.store.transaction import Tx
 from tests.store.test_contract import actor_rec, ev, message_rec, ref_rec, thread_rec
 
 
@@ -228,6 +229,20 @@ async def test_closing_lets_the_appends_under_way_commit(tmp_path: Path) -> None
         assert len(await reopened.list_messages(thread_id, limit=10, order="asc")) == 3
     finally:
         await reopened.close()
+
+
+async def test_a_transaction_body_may_await_only_its_transaction(store: SQLiteStore) -> None:
+    # SQLite runs a body to its end in one go, on the loop or on the store thread: one that waits for
+    # anything else is refused, and what it wrote is rolled back
+    thread_id = await new_thread(store)
+
+    async def body(tx: Tx) -> None:
+        await tx.append_event(thread_id, ev("thread.message.refused"))
+        await asyncio.sleep(0)
+
+    with pytest.raises(RuntimeError, match="awaited something other than its Tx"):
+        await store.transaction(body)
+    assert [e.seq for e in await store.list_events(thread_id, after=0, limit=10)] == [1]
 
 
 async def test_an_in_memory_database_is_one_connection(tmp_path: Path) -> None:

@@ -68,6 +68,7 @@ class MongoStore(Store):
         return await self.engine.exists()
 
     async def transaction(self, body: Body[T], *, shared: bool = False, large: bool = False) -> T:
+        # each write its own transaction, awaited on the network: nothing to share, nothing holds the loop
         db = self.engine.db
         return await self.engine.transaction(lambda session: body(MongoTx(db, session)))
 

@@ -13,7 +13,7 @@ from typing import Any
 import uvicorn
 from fastapi import Body, FastAPI
 
-from aitp.api.responses import FastJSONResponse
+from aitp.bindings.openai_threads.responses import FastJSONResponse
 from aitp.cli import uvicorn_options
 from aitp.config import Settings
 

@@ -59,7 +59,7 @@ from harness import (
     write_result,
 )
 
-from aitp import render
+from aitp.bindings.openai_threads import render
 from aitp.ids import new_id
 from aitp.store.base import ActorRecord, MessageRecord, NewEvent, Store, ThreadRecord
 from aitp.store.sqlite import SQLiteStore

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
-from aitp import wire_schemas
+from aitp.bindings.openai_threads import wire_schemas
 from tests.conftest import API
 
 SCHEMAS_DIR = Path(__file__).resolve().parents[1] / "schemas"
@@ -41,7 +41,7 @@ def body_of(response: httpx.Response, status: int = 200) -> Any:
 
 
 def test_checked_in_schemas_equal_the_models() -> None:
-    """schemas/*.schema.json are exactly what `aitp.wire_schemas.build()` produces."""
+    """schemas/*.schema.json are exactly what `aitp.bindings.openai_threads.wire_schemas.build()` produces."""
     built = wire_schemas.build()
     on_disk = {p.name for p in SCHEMAS_DIR.glob("*.schema.json")}
     hint = "the wire models changed: run `aitp schemas export` and commit schemas/"

@@ -12,9 +12,9 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from aitp import __version__
-from aitp.api import errors, openapi
-from aitp.api.routes import NoKeyNeeded, api_routes
-from aitp.api.web import WebMount
+from aitp.bindings.openai_threads import errors, openapi
+from aitp.bindings.openai_threads.routes import NoKeyNeeded, api_routes
+from aitp.bindings.openai_threads.web import WebMount
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.config import Settings
 from aitp.context import ContextMiddleware

@@ -156,7 +156,7 @@ def keys_command(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def schemas_command(args: argparse.Namespace) -> int:
-    from aitp import wire_schemas
+    from aitp.bindings.openai_threads import wire_schemas
 
     directory = Path(args.dir)
     if args.check:

@@ -22,10 +22,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from aitp.api import errors
-from aitp.api.idempotency import Idempotent, IdempotentWrites
-from aitp.api.routes import NoKeyNeeded
 from aitp.app import create_app
+from aitp.bindings.openai_threads import errors
+from aitp.bindings.openai_threads.idempotency import Idempotent, IdempotentWrites
+from aitp.bindings.openai_threads.routes import NoKeyNeeded
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.client import AitpClient, Unprocessable
 from aitp.config import Settings

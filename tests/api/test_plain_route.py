@@ -1,5 +1,5 @@
 """POST /v1/threads/{thread_id}/messages, the ingest hot path, is served by a plain Starlette endpoint
-(`aitp.api.messages.post_message`) instead of FastAPI's per-request parameter solving, and answers exactly
+(`openai_threads.messages.post_message`) instead of FastAPI's per-request parameter solving, and answers exactly
 as FastAPI serving the route's declared endpoint would: same status, same envelope, same message."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import fastapi.routing
 import httpx
 import pytest
 
-from aitp.api import messages
-from aitp.api.route import ApiRoute
 from aitp.app import create_app
+from aitp.bindings.openai_threads import messages
+from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.config import Settings
 from aitp.store import Store
 from tests.conftest import ADMIN_KEY, API

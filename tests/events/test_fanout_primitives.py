@@ -7,7 +7,7 @@ import asyncio
 
 import orjson
 
-from aitp import render
+from aitp.bindings.openai_threads import render
 from aitp.cli import uvicorn_options
 from aitp.config import Settings
 from aitp.events.hub import Hub, Signal

@@ -39,31 +39,14 @@ calls a handler per capability message type (with the validated payload) and rep
 `capability_payloads(message)` reads any message's capability messages (type, version, payload) as the
 server validated them; `client.me()` says who the key acts as. See docs/agents.md.
 
-Results are the service's own pydantic wire models (`aitp.models`). Every refusal raises an
+Results are the service's own pydantic wire models (`aitp.bindings.openai_threads.models`). Every refusal raises an
 `AitpError` subclass chosen by HTTP status, carrying the OpenAI error envelope's `message`, `type`,
 `param` and `code`; network failures and timeouts raise httpx's exceptions (`httpx.TransportError`)
 unchanged, and a live stream that cannot reconnect (`Reconnect.max_attempts`) raises its last connection
 error (`OSError`, or a `websockets` exception) unchanged.
 """
 
-from aitp.client._agent import Agent, Incoming
-from aitp.client._client import AitpClient, Order
-from aitp.client._content import ActorSpec, MessageContent, PartInput, capability_text
-from aitp.client._errors import (
-    AitpError,
-    BadRequest,
-    Conflict,
-    NotFound,
-    PayloadTooLarge,
-    PermissionDenied,
-    RateLimited,
-    ServerError,
-    Unauthenticated,
-    Unprocessable,
-)
-from aitp.client._payloads import CapabilityPayload, capability_payloads, plain_text
-from aitp.client._stream import LiveStream, Reconnect
-from aitp.models import (
+from aitp.bindings.openai_threads.models import (
     Actor,
     ActorInput,
     ApiKey,
@@ -86,7 +69,24 @@ from aitp.models import (
     Thread,
     ThreadCapabilities,
 )
-from aitp.models.messages import AitpPart, ImageFilePart, ImageUrlPart, TextPart
+from aitp.bindings.openai_threads.models.messages import AitpPart, ImageFilePart, ImageUrlPart, TextPart
+from aitp.client._agent import Agent, Incoming
+from aitp.client._client import AitpClient, Order
+from aitp.client._content import ActorSpec, MessageContent, PartInput, capability_text
+from aitp.client._errors import (
+    AitpError,
+    BadRequest,
+    Conflict,
+    NotFound,
+    PayloadTooLarge,
+    PermissionDenied,
+    RateLimited,
+    ServerError,
+    Unauthenticated,
+    Unprocessable,
+)
+from aitp.client._payloads import CapabilityPayload, capability_payloads, plain_text
+from aitp.client._stream import LiveStream, Reconnect
 
 __all__ = [
     "AitpClient",

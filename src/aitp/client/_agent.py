@@ -25,12 +25,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from aitp.bindings.openai_threads.models import InboxEvent, Message, SchemaDeclaration
 from aitp.client._client import AitpClient
 from aitp.client._content import MessageContent
 from aitp.client._errors import AitpError
 from aitp.client._payloads import CapabilityPayload, capability_payloads, plain_text
 from aitp.client._stream import Reconnect
-from aitp.models import InboxEvent, Message, SchemaDeclaration
 
 log = logging.getLogger("aitp.agent")
 

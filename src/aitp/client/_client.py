@@ -8,10 +8,7 @@ from typing import Any, Literal, Self, TypeVar
 
 import httpx
 
-from aitp.client._content import ActorSpec, MessageContent, actor_body, content_body, declarations
-from aitp.client._http import HttpSession, segment
-from aitp.client._stream import LiveStream, Reconnect
-from aitp.models import (
+from aitp.bindings.openai_threads.models import (
     Actor,
     ActorList,
     ApiKey,
@@ -31,6 +28,9 @@ from aitp.models import (
     Thread,
     ThreadCapabilities,
 )
+from aitp.client._content import ActorSpec, MessageContent, actor_body, content_body, declarations
+from aitp.client._http import HttpSession, segment
+from aitp.client._stream import LiveStream, Reconnect
 
 Order = Literal["asc", "desc"]
 T = TypeVar("T")

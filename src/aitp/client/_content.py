@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aitp.models import ActorInput
+from aitp.bindings.openai_threads.models import ActorInput
 
 # One part: a string (text), a mapping with `$schema` (a capability message) or an OpenAI content part.
 PartInput = str | Mapping[str, Any]

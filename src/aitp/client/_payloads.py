@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from aitp.models import Message
-from aitp.models.messages import TextPart
+from aitp.bindings.openai_threads.models import Message
+from aitp.bindings.openai_threads.models.messages import TextPart
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Live events over the server's WebSocket feeds: resumable, in order, with posts on the same socket.
 
-The server sends every event after the subscriber's cursor, then live ones (`aitp.api.live`). A
+The server sends every event after the subscriber's cursor, then live ones (`aitp.bindings.openai_threads.live`). A
 `LiveStream` remembers the cursor of the last event it received and, when the connection drops (no
 close frame, 1001/1011/1012/1013/1014) or the server closes it as a slow consumer (4008), reconnects
 with `after=<that cursor>`: the caller sees every event once, in order. Close 1000 (thread deleted,
@@ -28,10 +28,10 @@ import websockets
 from websockets.asyncio.client import ClientConnection, connect
 
 from aitp import __version__
+from aitp.bindings.openai_threads.models import Event, Message
 from aitp.client._content import MessageContent, content_body
 from aitp.client._errors import AitpError, NotFound, Unauthenticated, error_class, unsupported_by
 from aitp.client._http import API_PREFIX, HttpSession
-from aitp.models import Event, Message
 
 log = logging.getLogger("aitp.client")
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import orjson
 
-from aitp import render
+from aitp.bindings.openai_threads import render
 from aitp.events.stream import Frame
 from aitp.store.base import EventRecord, Store
 

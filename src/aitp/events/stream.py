@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from aitp import render
+from aitp.bindings.openai_threads import render
 from aitp.store.base import EventRecord
 
 log = logging.getLogger(__name__)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from aitp import render
+from aitp.bindings.openai_threads import render
+from aitp.bindings.openai_threads.models import ActorInput
 from aitp.errors import NotFound, PermissionDenied, thread_not_found
 from aitp.inputs import limits
-from aitp.models import ActorInput
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
 from aitp.services.access import readable_thread

@@ -7,7 +7,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from aitp import render
+from aitp.bindings.openai_threads import render
 from aitp.capabilities.negotiate import negotiate
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion
 from aitp.errors import NotFound

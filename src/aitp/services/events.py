@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aitp import render
+from aitp.bindings.openai_threads import render
 from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services.access import readable_thread

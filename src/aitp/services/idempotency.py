@@ -2,8 +2,8 @@
 
 The first request with a key reserves it in the store (a pending record, unique per caller and key),
 runs, and stores its response; a retry with the same request gets that response back without running
-again. The HTTP routes that declare it (`aitp.api.idempotency`) and posts over the WebSocket share these
-rules.
+again. The HTTP routes that declare it (the Threads binding's `idempotency`) and posts over the WebSocket
+share these rules.
 """
 
 from __future__ import annotations

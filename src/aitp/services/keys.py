@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aitp import render
 from aitp.auth import ADMIN_ACTOR, generate_key, hash_key
+from aitp.bindings.openai_threads import render
 from aitp.errors import NotFound
 from aitp.ids import new_id
 from aitp.principals import PrincipalCache

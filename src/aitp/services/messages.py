@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from aitp import render
+from aitp.bindings.openai_threads import render
+from aitp.bindings.openai_threads.models import CreateMessageRequest, MessageRefusal, ModifyMessageRequest
 from aitp.capabilities.correlate import Correlation, correlate
 from aitp.capabilities.messages import CapabilityNotSupported, CapabilityPart, check_parts
 from aitp.errors import InvalidRequest, PermissionDenied, message_not_found, param_path, thread_not_found
 from aitp.ids import new_id
 from aitp.inputs import limits
 from aitp.inputs.shapes import check_attachments, check_metadata, normalize_content
-from aitp.models import CreateMessageRequest, MessageRefusal, ModifyMessageRequest
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
 from aitp.services.access import ThreadView, acting_actor, readable_thread

@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 
 from packaging.version import Version
 
-from aitp import render
+from aitp.bindings.openai_threads import render
+from aitp.bindings.openai_threads.models import RegisterCapabilityRequest
 from aitp.capabilities import trial
 from aitp.capabilities.compat import breaking_changes
 from aitp.capabilities.registry import (
@@ -40,7 +41,6 @@ from aitp.capabilities.registry import (
 from aitp.config import Settings
 from aitp.errors import APIError, Conflict, InvalidRequest, PermissionDenied, Unprocessable, pointer_param
 from aitp.inputs import limits
-from aitp.models import RegisterCapabilityRequest
 from aitp.principals import CAPABILITIES_WRITE, Principal
 from aitp.runtime import Runtime, now
 from aitp.store.capabilities import CapabilityVersionRecord

@@ -6,7 +6,8 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
 
-from aitp import memory, render
+from aitp import memory
+from aitp.bindings.openai_threads import render
 from aitp.events.stream import EventStream, Reader
 from aitp.principals import Principal
 from aitp.runtime import Runtime

@@ -7,14 +7,19 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from aitp import render
+from aitp.bindings.openai_threads import render
+from aitp.bindings.openai_threads.models import (
+    ActorInput,
+    CreateMessageRequest,
+    CreateThreadRequest,
+    ModifyThreadRequest,
+)
 from aitp.capabilities.correlate import Correlation, correlate
 from aitp.capabilities.declarations import normalize_declaration
 from aitp.errors import InvalidRequest, NotFound, PermissionDenied, most_specific_error, param_of, thread_not_found
 from aitp.ids import new_id
 from aitp.inputs import limits
 from aitp.inputs.shapes import check_metadata
-from aitp.models import ActorInput, CreateMessageRequest, CreateThreadRequest, ModifyThreadRequest
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
 from aitp.services import messages as message_service

@@ -13,10 +13,10 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from aitp.api.responses import FastJSONResponse
+from aitp.bindings.openai_threads.models import ErrorResponse
+from aitp.bindings.openai_threads.responses import FastJSONResponse
 from aitp.errors import APIError, InvalidRequest, most_specific_error, param_of
 from aitp.events.stream import CLOSE_UNAUTHENTICATED
-from aitp.models import ErrorResponse
 from aitp.services.connections import close_code
 
 log = logging.getLogger("aitp")

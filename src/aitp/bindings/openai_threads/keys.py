@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from aitp.api.deps import AdminDep, RuntimeDep
-from aitp.api.errors import BODY, KEYED, error_responses
-from aitp.api.idempotency import idempotent
-from aitp.api.responses import FastJSONResponse
-from aitp.api.route import ApiRoute
+from aitp.bindings.openai_threads.deps import AdminDep, RuntimeDep
+from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
+from aitp.bindings.openai_threads.idempotency import idempotent
+from aitp.bindings.openai_threads.models import ApiKeyList, CreatedApiKey, CreateKeyRequest, DeletedObject
+from aitp.bindings.openai_threads.responses import FastJSONResponse
+from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.gate import Gate
-from aitp.models import ApiKeyList, CreatedApiKey, CreateKeyRequest, DeletedObject
 from aitp.services import keys
 from aitp.services.connections import stream_slots
 

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aitp.models.messages import CreateMessageRequest
+from aitp.bindings.openai_threads.models.messages import CreateMessageRequest
 
 # An actor may declare a capability as a URL string, {"schema": url} or {"$schema": url}.
 CapabilityInput = str | dict[str, Any]

@@ -11,8 +11,8 @@ from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
-from aitp.api import actors, capabilities, events, fetch, keys, messages, threads
-from aitp.api.deps import needs_key
+from aitp.bindings.openai_threads import actors, capabilities, events, fetch, keys, messages, threads
+from aitp.bindings.openai_threads.deps import needs_key
 
 PREFIX = "/v1/"  # every route of the API is under it; outside it: the web UI, /health, the OpenAPI document
 

@@ -2,7 +2,7 @@
 a second write.
 
 The declaration is the route's: its endpoint is marked `@idempotent()` (or `@idempotent(secret="key")` where
-the response shows a secret once), and the API's route class (`aitp.api.json_body.StrictJSONRoute`) wraps
+the response shows a secret once), and the API's route class (`.json_body.StrictJSONRoute`) wraps
 the route's ASGI app in `IdempotentWrites` and documents the header on its operation. The wrapper runs
 after routing, behind the context middleware (`aitp.context`), so the request's key is checked and
 counted and its body limited already: it buffers the body to fingerprint it (method, path, body), reserves
@@ -23,7 +23,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aitp.api.responses import FastJSONResponse
+from aitp.bindings.openai_threads.responses import FastJSONResponse
 from aitp.context import principal_of, runtime_of
 from aitp.errors import APIError, Conflict
 from aitp.services import idempotency

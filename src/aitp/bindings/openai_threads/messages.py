@@ -9,14 +9,20 @@ from pydantic import TypeAdapter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.errors import BODY, KEYED, error_responses
-from aitp.api.idempotency import idempotent
-from aitp.api.json_body import read_body
-from aitp.api.responses import FastJSONResponse
-from aitp.api.route import ApiRoute, served_by
+from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
+from aitp.bindings.openai_threads.idempotency import idempotent
+from aitp.bindings.openai_threads.json_body import read_body
+from aitp.bindings.openai_threads.models import (
+    CreateMessageRequest,
+    DeletedObject,
+    ListPage,
+    Message,
+    ModifyMessageRequest,
+)
+from aitp.bindings.openai_threads.responses import FastJSONResponse
+from aitp.bindings.openai_threads.route import ApiRoute, served_by
 from aitp.context import principal_of, runtime_of
-from aitp.models import CreateMessageRequest, DeletedObject, ListPage, Message, ModifyMessageRequest
 from aitp.services import messages
 
 router = APIRouter(prefix="/v1", tags=["messages"], route_class=ApiRoute)

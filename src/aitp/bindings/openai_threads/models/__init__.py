@@ -1,11 +1,11 @@
 """Pydantic v2 wire models: what crosses the HTTP boundary, in both directions.
 
-Responses are rendered as plain dicts by `aitp.render` (no per-request model validation on the
+Responses are rendered as plain dicts by `aitp.bindings.openai_threads.render` (no per-request model validation on the
 hot path); these models document them in the OpenAPI document and `schemas/`, and a test checks
 that real responses validate against them.
 """
 
-from aitp.models.capabilities import (
+from aitp.bindings.openai_threads.models.capabilities import (
     Capability,
     CapabilityExample,
     CapabilityExampleList,
@@ -14,11 +14,11 @@ from aitp.models.capabilities import (
     RegisterCapabilityRequest,
     ThreadCapabilities,
 )
-from aitp.models.common import DeletedObject, ErrorBody, ErrorResponse, ListPage
-from aitp.models.events import Event, EventList, InboxEvent, InboxEventList, MessageRefusal
-from aitp.models.keys import ApiKey, ApiKeyList, CreatedApiKey, CreateKeyRequest, Identity
-from aitp.models.messages import CreateMessageRequest, Message, ModifyMessageRequest
-from aitp.models.threads import (
+from aitp.bindings.openai_threads.models.common import DeletedObject, ErrorBody, ErrorResponse, ListPage
+from aitp.bindings.openai_threads.models.events import Event, EventList, InboxEvent, InboxEventList, MessageRefusal
+from aitp.bindings.openai_threads.models.keys import ApiKey, ApiKeyList, CreatedApiKey, CreateKeyRequest, Identity
+from aitp.bindings.openai_threads.models.messages import CreateMessageRequest, Message, ModifyMessageRequest
+from aitp.bindings.openai_threads.models.threads import (
     Actor,
     ActorInput,
     ActorList,

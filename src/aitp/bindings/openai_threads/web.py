@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.routing import Match, Mount
 from starlette.types import Scope
 
-from aitp.api.routes import PREFIX
+from aitp.bindings.openai_threads.routes import PREFIX
 
 
 class WebMount(Mount):

@@ -29,13 +29,13 @@ from pydantic import ValidationError
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from aitp.api.errors import validation_error
+from aitp.bindings.openai_threads.errors import validation_error
+from aitp.bindings.openai_threads.models import CreateMessageRequest
 from aitp.context import principal_of, runtime_of, token_of
 from aitp.errors import APIError, InvalidRequest, Unauthenticated
 from aitp.events.stream import CLOSE_NOT_FOUND, CLOSE_SLOW_CONSUMER, EventStream, Frame, Overflow
 from aitp.gate import Gate
 from aitp.inputs.strict_json import INT64_MAX, parse_json
-from aitp.models import CreateMessageRequest
 from aitp.principals import Principal
 from aitp.services import idempotency, messages, revocation
 from aitp.services.connections import close_code, stream_slots

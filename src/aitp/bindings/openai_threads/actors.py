@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.errors import BODY, KEYED, error_responses
-from aitp.api.idempotency import idempotent
-from aitp.api.responses import FastJSONResponse
-from aitp.api.route import ApiRoute
-from aitp.models import Actor, ActorInput, ActorList, DeletedObject, Identity
+from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
+from aitp.bindings.openai_threads.idempotency import idempotent
+from aitp.bindings.openai_threads.models import Actor, ActorInput, ActorList, DeletedObject, Identity
+from aitp.bindings.openai_threads.responses import FastJSONResponse
+from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.services import actors
 
 router = APIRouter(prefix="/v1", tags=["actors"], route_class=ApiRoute)

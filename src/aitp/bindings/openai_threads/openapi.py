@@ -1,10 +1,10 @@
 """The OpenAPI document as the service really answers.
 
 FastAPI documents a 422 with its own `{"detail": [...]}` body on every route that takes input. This
-service answers invalid input with 400 and the error envelope instead (`aitp.api.errors`), and lists a
+service answers invalid input with 400 and the error envelope instead (`.errors`), and lists a
 422, with the envelope, only on routes that can give one; so the stock entry is removed. The key, checked
 by the context middleware rather than by the routes, is declared on every route that takes a principal.
-(Routes declared `@idempotent` declare the `Idempotency-Key` header themselves: `aitp.api.route`.)
+(Routes declared `@idempotent` declare the `Idempotency-Key` header themselves: `aitp.bindings.openai_threads.route`.)
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute
 
-from aitp.api.deps import needs_key
+from aitp.bindings.openai_threads.deps import needs_key
 
 STOCK_SCHEMAS = ("HTTPValidationError", "ValidationError")
 _STOCK_REF = "#/components/schemas/HTTPValidationError"

@@ -1,4 +1,4 @@
-"""Records → wire objects (plain dicts in the shapes documented by `aitp.models`)."""
+"""Records → wire objects (plain dicts in the shapes documented by `aitp.bindings.openai_threads.models`)."""
 
 from __future__ import annotations
 

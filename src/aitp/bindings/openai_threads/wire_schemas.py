@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from aitp import models
+from aitp.bindings.openai_threads import models
 
 BASE_URL = "https://aitp.dev/service/schemas/"
 

@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.errors import KEYED, error_responses
-from aitp.api.responses import FastJSONResponse
-from aitp.api.route import ApiRoute
+from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.openai_threads.errors import KEYED, error_responses
+from aitp.bindings.openai_threads.responses import FastJSONResponse
+from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.services import fetch
 
 router = APIRouter(prefix="/v1", tags=["fetch"], route_class=ApiRoute)

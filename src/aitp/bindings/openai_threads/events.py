@@ -1,5 +1,5 @@
 """Thread events (AITP extension): the log as pages, as Server-Sent Events, or over a WebSocket; and the
-caller's inbox (every thread it is in) the same three ways. See `aitp.api.live` for the wire details."""
+caller's inbox (every thread it is in) the same three ways. See `.live` for the wire details."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, WebSocket
 
-from aitp.api.deps import PrincipalDep, RuntimeDep
-from aitp.api.errors import KEYED, error_responses
-from aitp.api.live import serve_websocket, sse_cursor, sse_response, wants_event_stream
-from aitp.api.responses import FastJSONResponse
-from aitp.api.route import ApiRoute
+from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.openai_threads.errors import KEYED, error_responses
+from aitp.bindings.openai_threads.live import serve_websocket, sse_cursor, sse_response, wants_event_stream
+from aitp.bindings.openai_threads.models import EventList, InboxEventList
+from aitp.bindings.openai_threads.responses import FastJSONResponse
+from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.context import runtime_of
 from aitp.inputs.strict_json import INT64_MAX
-from aitp.models import EventList, InboxEventList
 from aitp.services import events, streams
 
 router = APIRouter(prefix="/v1", tags=["events"], route_class=ApiRoute)

@@ -11,9 +11,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import request_response
 
-from aitp.api.deps import get_admin, needs_admin
-from aitp.api.idempotency import IDEMPOTENCY_KEY, IdempotentWrites, declared
-from aitp.api.json_body import StrictJSONRequest, declares_json, empty_body_refusal
+from aitp.bindings.openai_threads.deps import get_admin, needs_admin
+from aitp.bindings.openai_threads.idempotency import IDEMPOTENCY_KEY, IdempotentWrites, declared
+from aitp.bindings.openai_threads.json_body import StrictJSONRequest, declares_json, empty_body_refusal
 from aitp.context import principal_of
 from aitp.inputs.strict_json import parse_json
 

@@ -26,8 +26,6 @@ BINDING_IMPORTERS = ("aitp.app", "aitp.cli", "aitp.client")
 # dicts, and take the binding's request models; the hub and the event stream render events). Each entry
 # goes when its module returns records; the test below fails until it is taken off this list.
 STILL_RENDERING_THE_THREADS_WIRE = {
-    "aitp.events.hub": ["render"],
-    "aitp.events.stream": ["render"],
     "aitp.services.actors": ["models", "render"],
     "aitp.services.capabilities": ["render"],
     "aitp.services.events": ["render"],

@@ -22,9 +22,9 @@ import httpx
 import pytest
 import websockets
 
+from aitp.bindings.openai_threads.close_codes import CLOSE_TOO_MANY_REQUESTS
 from aitp.errors import RateLimited
 from aitp.gate import Gate
-from aitp.services.connections import CLOSE_TOO_MANY_REQUESTS
 from aitp.services.rate_limit import RateLimiter
 from aitp.testing import ServerProcess, start_server
 from tests.conftest import ADMIN_KEY, API

@@ -11,7 +11,9 @@ from aitp.bindings.openai_threads import render
 from aitp.cli import uvicorn_options
 from aitp.config import Settings
 from aitp.events.hub import Hub, Signal
+from aitp.events.stream import Frame, Render
 from aitp.store import Store
+from aitp.store.base import EventRecord
 from tests.store.test_contract import make_thread, post
 
 
@@ -40,8 +42,9 @@ async def test_every_subscriber_of_a_thread_gets_the_same_frame_of_an_event(stor
     thread, _, _ = await make_thread(store, ("alice",), ("hello",))
     with hub.follow(thread.id) as feed:
         first, second = await feed.after(0, 10), await feed.after(0, 10)
-        frames = [feed.frame(record) for record in first]
-        assert [feed.frame(record) for record in second] == frames  # the same objects: rendered once
+        frames = [feed.frames(render.event_frame)(record) for record in first]
+        again = [feed.frames(render.event_frame)(record) for record in second]
+        assert all(a is b for a, b in zip(again, frames, strict=True))  # the same objects: rendered once
         for record, frame in zip(first, frames, strict=True):
             assert (frame.cursor, frame.type) == (record.seq, record.type)
             assert orjson.loads(frame.json) == render.event(record)
@@ -50,6 +53,30 @@ async def test_every_subscriber_of_a_thread_gets_the_same_frame_of_an_event(stor
                 record.type.encode(),
                 frame.json.encode(),
             )
+
+
+async def test_each_binding_renders_an_event_once_for_all_its_subscribers(store: Store) -> None:
+    """The feed keeps records; the frames it shares are per rendering (per binding), each made once."""
+    hub = Hub(store)
+    thread, _, _ = await make_thread(store, ("alice",), ("hello",))
+    calls: list[str] = []
+
+    def counted(name: str, render_event: Render) -> Render:
+        def rendered(record: EventRecord) -> Frame:
+            calls.append(name)
+            return render_event(record)
+
+        return rendered
+
+    threads, other = counted("threads", render.event_frame), counted("other", render.inbox_frame)
+    with hub.follow(thread.id) as feed:
+        records = await feed.after(0, 10)
+        for _ in range(3):  # three subscribers of each binding
+            mine, theirs = feed.frames(threads), feed.frames(other)
+            for record in records:
+                assert "cursor" not in mine(record).object() and "cursor" in theirs(record).object()
+        assert sorted(calls) == ["other"] * len(records) + ["threads"] * len(records)
+        assert feed.kept() == (len(records), 2 * len(records))
 
 
 async def test_a_reader_cancelled_while_refreshing_leaves_the_events_to_the_next_reader(store: Store) -> None:

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from aitp.bindings.openai_threads import render
 from aitp.events.hub import Hub
 from aitp.events.stream import PAGE, EventStream, Frame
 from aitp.store import Store
@@ -61,7 +62,7 @@ async def test_a_replay_reads_the_store_a_page_at_a_time_and_keeps_none_of_it(
     last = 3 * PAGE + 21  # thread.created, then the messages
     with hub.follow(thread.id) as feed:
         stream = EventStream(
-            feed.after, feed.signal.waiter, lambda r: r.seq, cursor=0, replay=feed.page, frame=feed.frame
+            feed.after, feed.signal.waiter, feed.frames(render.event_frame), cursor=0, replay=feed.page
         )
         seen = []
         async for item in stream:

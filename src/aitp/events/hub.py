@@ -8,9 +8,10 @@ live, whatever the timing. The hub only says *when* to look again:
 - other processes' writes, through a tailer that follows the store (`Store.watch_threads`: a change
   stream on MongoDB, polling of the store-wide event log by gid on SQLite).
 
-Per thread, a `ThreadFeed` keeps the most recent events in memory, fetched once per change, and renders
-each to its wire JSON once (`ThreadFeed.frame`), so a thousand subscribers of one thread cost one store
-read and one serialisation per change, not a thousand.
+Per thread, a `ThreadFeed` keeps the most recent events in memory, fetched once per change, and the frame
+each binding renders of each (`ThreadFeed.frames(render)`), so a thousand subscribers of one thread cost
+one store read per change and one serialisation per event and binding, not a thousand. The feed keeps
+records: what an event looks like on a wire is the binding's `Render`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
-import orjson
-
-from aitp.bindings.openai_threads import render
-from aitp.events.stream import Frame
+from aitp.events.stream import Frame, Render
 from aitp.store.base import EventRecord, Store
 
 log = logging.getLogger(__name__)
@@ -77,7 +75,8 @@ class ThreadFeed:
         self.signal = Signal()
         self.followers = 0
         self._recent: deque[EventRecord] = deque(maxlen=RECENT_EVENTS)
-        self._frames: dict[int, Frame] = {}  # by seq, of events in the window: a logged event never changes
+        # per binding's Render, by seq, of events in the window: a logged event never changes
+        self._frames: dict[Render, dict[int, Frame]] = {}
         self._stale = True
         self._refreshing: Signal | None = None  # fired when the store read under way ends
 
@@ -85,15 +84,23 @@ class ThreadFeed:
         self._stale = True
         self.signal.fire()
 
-    def frame(self, record: EventRecord) -> Frame:
-        """The event's Frame, rendered once for every subscriber of this thread in this process while it is
-        in the window; an older event (a replay's) is rendered for its reader alone and not kept."""
-        frame = self._frames.get(record.seq)
-        if frame is None:
-            frame = Frame(record.seq, record.type, orjson.dumps(render.event(record)).decode())
-            recent = self._recent
-            if recent and recent[0].seq <= record.seq <= recent[-1].seq:
-                self._frames[record.seq] = frame
+    def frames(self, render: Render) -> Render:
+        """`render` shared by the subscribers of this thread in this process: an event's Frame is rendered
+        once while the event is in the window; an older event (a replay's) is rendered for its reader alone
+        and not kept. `render` is a binding's, the same object for all its streams (the cache's key)."""
+        frames = self._frames.get(render)
+        if frames is None:
+            frames = self._frames[render] = {}
+
+        def frame(record: EventRecord) -> Frame:
+            found = frames.get(record.seq)
+            if found is None:
+                found = render(record)
+                recent = self._recent
+                if recent and recent[0].seq <= record.seq <= recent[-1].seq:
+                    frames[record.seq] = found
+            return found
+
         return frame
 
     async def after(self, cursor: int, limit: int) -> list[EventRecord]:
@@ -119,13 +126,14 @@ class ThreadFeed:
         return await self.store.list_events(self.thread_id, after=cursor, limit=limit)
 
     def kept(self) -> tuple[int, int]:
-        """What this feed holds in memory: (events in its window, rendered frames)."""
-        return len(self._recent), len(self._frames)
+        """What this feed holds in memory: (events in its window, rendered frames of every binding)."""
+        return len(self._recent), sum(len(frames) for frames in self._frames.values())
 
     def close(self) -> None:
         """The last follower left: drop the window and its frames (nothing may still read them)."""
         self._recent.clear()
-        self._frames.clear()
+        for frames in self._frames.values():
+            frames.clear()  # the binding's dict, which its open streams' `frame` functions hold
         self._stale = True
 
     async def _catch_up(self, cursor: int) -> None:
@@ -161,14 +169,16 @@ class ThreadFeed:
         self._recent.extend(fetched)
         # frames of events that left the window go too: from the oldest rendered (most are rendered in seq
         # order, as the window grows), or by a scan if some were rendered out of order
-        frames, first = self._frames, self._recent[0].seq if self._recent else 0
-        while frames:
-            oldest = next(iter(frames))
-            if oldest >= first:
-                break
-            del frames[oldest]
-        if len(frames) > len(self._recent):
-            self._frames = {seq: frame for seq, frame in frames.items() if seq >= first}
+        first = self._recent[0].seq if self._recent else 0
+        for frames in self._frames.values():
+            while frames:
+                oldest = next(iter(frames))
+                if oldest >= first:
+                    break
+                del frames[oldest]
+            if len(frames) > len(self._recent):
+                for seq in [seq for seq in frames if seq < first]:
+                    del frames[seq]  # in place: the binding's streams hold this dict
 
 
 class Hub:

@@ -8,8 +8,10 @@ resume from, so a slow consumer never grows server memory.
 
 A stream also ends from outside (`EventStream.end`): its key was revoked, or its client left.
 
-Events travel as `Frame`s: the wire JSON of an event, rendered once. A thread's feed hands the same
-Frame to every live subscriber (`ThreadFeed.frame`), so a thousand subscribers cost one serialisation.
+Events travel as `Frame`s: the wire JSON of an event, rendered once by the binding that serves the stream
+(its `Render`). A thread's feed hands the same Frame to every live subscriber of that binding
+(`ThreadFeed.frames`), so a thousand subscribers cost one serialisation. How a stream's end reaches the
+client (a WebSocket close code, an SSE end frame) is the binding's too.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from typing import Any, Protocol
 
 import orjson
 
-from aitp.bindings.openai_threads import render
 from aitp.store.base import EventRecord
 
 log = logging.getLogger(__name__)
@@ -34,20 +35,14 @@ PAGE = 100  # events read at once while replaying: what one replaying stream hol
 DEFAULT_BUFFER = 1024
 KEEPALIVE_SECONDS = 15.0
 
-# WebSocket close codes (documented in the README)
-CLOSE_NORMAL = 1000
-CLOSE_UNAUTHENTICATED = 4401
-CLOSE_NOT_FOUND = 4403  # not a member (or no such thread): the same answer, as over HTTP
-CLOSE_SLOW_CONSUMER = 4008
-
 
 @dataclass(frozen=True)
 class End:
-    """The stream is over: the thread was deleted, the subscriber was removed from it (a WebSocket closes
-    with `code`, 1000), or its key was revoked (4401)."""
+    """The stream is over: the thread was deleted, the subscriber was removed from it, or (`revoked`) its
+    key was revoked."""
 
     reason: str
-    code: int = CLOSE_NORMAL
+    revoked: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,9 +76,10 @@ class Frame:
         return value
 
 
-def frame_of(
-    render_event: Callable[[EventRecord], dict[str, Any]], cursor_of: Callable[[EventRecord], int]
-) -> Callable[[EventRecord], Frame]:
+Render = Callable[[EventRecord], Frame]  # a binding's rendering of an event record
+
+
+def frame_of(render_event: Callable[[EventRecord], dict[str, Any]], cursor_of: Callable[[EventRecord], int]) -> Render:
     """A function rendering a record to its Frame (one serialisation per call)."""
 
     def frame(record: EventRecord) -> Frame:
@@ -136,22 +132,19 @@ class EventStream:
         self,
         read: Reader,
         wait: Callable[[], Waiter],
-        cursor_of: Callable[[EventRecord], int],
+        frame: Render,
         *,
         cursor: int,
         replay: Reader | None = None,
-        render_event: Callable[[EventRecord], dict[str, Any]] = render.event,
         ends: Callable[[EventRecord], str | None] = lambda _: None,
         buffer: int = DEFAULT_BUFFER,
         keepalive: float = KEEPALIVE_SECONDS,
-        frame: Callable[[EventRecord], Frame] | None = None,
     ) -> None:
         self._read = read
         self._replay = replay or read  # pages while catching up (a thread's feed keeps them out of its window)
         self._wait = wait
         self._cursor = cursor
-        # `frame` (e.g. a thread feed's, shared by its subscribers) wins over rendering per stream
-        self._frame: Callable[[EventRecord], Frame] = frame or frame_of(render_event, cursor_of)
+        self._frame = frame  # e.g. a thread feed's, whose frames its subscribers share
         self._ends = ends
         self._buffer = buffer
         self._keepalive = keepalive
@@ -160,10 +153,10 @@ class EventStream:
         self._ending: End | None = None  # set by `end`
         self._queue: asyncio.Queue[Item] | None = None  # while live: what the pump has read, for the consumer
 
-    def end(self, reason: str, code: int = CLOSE_NORMAL) -> None:
-        """End the stream from outside: the next item is `End(reason, code)`, whatever is still buffered."""
+    def end(self, reason: str, revoked: bool = False) -> None:
+        """End the stream from outside: the next item is `End(reason, revoked)`, whatever is still buffered."""
         if self._ending is None:
-            self._ending = End(reason, code)
+            self._ending = End(reason, revoked)
             self._wake()
 
     def _wake(self, _: object = None) -> None:

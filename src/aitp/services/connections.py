@@ -1,7 +1,7 @@
 """Open live streams (WebSocket and SSE) per API key, held in this process.
 
 A key may hold at most `AITP_MAX_STREAMS_PER_KEY` streams at once on one instance; one more is refused
-with 429 `too_many_connections` (a WebSocket is closed with `CLOSE_TOO_MANY_REQUESTS`). Closing a stream
+with 429 `too_many_connections` (which a binding may say otherwise: a WebSocket close code). Closing a stream
 frees its slot. The streams themselves are kept by key, so that revoking a key ends them
 (`aitp.services.revocation`).
 """
@@ -12,18 +12,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from aitp.errors import APIError, RateLimited
+from aitp.errors import RateLimited
 from aitp.events.stream import EventStream
 from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services.rate_limit import key_of
-
-CLOSE_TOO_MANY_REQUESTS = 4429  # WebSocket close code: too many open streams, or too many requests, for the key
-
-
-def close_code(error: APIError, default: int) -> int:
-    """The WebSocket close code for a refusal: 4429 for a 429, else `default`."""
-    return CLOSE_TOO_MANY_REQUESTS if error.status_code == 429 else default
 
 
 @dataclass
@@ -67,13 +60,13 @@ class StreamSlots:
         """Ids of the store's keys that hold streams open here."""
         return [key for key, held in self._open.items() if held.stored]
 
-    def end(self, key: str, reason: str, code: int) -> int:
-        """End every stream `key` holds (`EventStream.end`); how many there were."""
+    def revoke(self, key: str, reason: str) -> int:
+        """End every stream `key` holds, its key revoked (`EventStream.end`); how many there were."""
         held = self._open.get(key)
         if held is None:
             return 0
         for stream in list(held.streams):
-            stream.end(reason, code)
+            stream.end(reason, revoked=True)
         return len(held.streams)
 
 

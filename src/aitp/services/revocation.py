@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from aitp.events.stream import CLOSE_UNAUTHENTICATED
 from aitp.principals import PRINCIPAL_TTL, PrincipalCache
 from aitp.services.connections import StreamSlots
 from aitp.store.base import Store
@@ -28,7 +27,7 @@ def key_revoked(key_id: str, principals: PrincipalCache, slots: StreamSlots | No
     """`key_id` is gone from the store: stop accepting it here, and end the streams it holds here."""
     principals.forget_key(key_id)
     if slots is not None:
-        slots.end(key_id, REASON, CLOSE_UNAUTHENTICATED)
+        slots.revoke(key_id, REASON)
 
 
 async def check(store: Store, principals: PrincipalCache, slots: StreamSlots) -> None:

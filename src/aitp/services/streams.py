@@ -8,7 +8,7 @@ from typing import Any
 
 from aitp import memory
 from aitp.bindings.openai_threads import render
-from aitp.events.stream import EventStream, Reader
+from aitp.events.stream import EventStream, Reader, Render
 from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services.access import readable_thread
@@ -18,9 +18,12 @@ from aitp.store.base import EventRecord
 
 
 @asynccontextmanager
-async def thread_stream(rt: Runtime, principal: Principal, thread_id: str, after: int) -> AsyncIterator[EventStream]:
-    """The thread's events after seq `after`, then live; 404 for non-members. Ends when the thread is
-    deleted, the subscriber's actor is removed from it, or its key is revoked."""
+async def thread_stream(
+    rt: Runtime, principal: Principal, thread_id: str, after: int, render: Render
+) -> AsyncIterator[EventStream]:
+    """The thread's events after seq `after`, then live, as the caller's binding renders them (`render`, one
+    object per binding); 404 for non-members. Ends when the thread is deleted, the subscriber's actor is
+    removed from it, or its key is revoked."""
     await readable_thread(rt, principal, thread_id)
 
     def ends(record: EventRecord) -> str | None:
@@ -35,11 +38,10 @@ async def thread_stream(rt: Runtime, principal: Principal, thread_id: str, after
             stream = EventStream(
                 feed.after,
                 feed.signal.waiter,
-                lambda record: record.seq,
+                feed.frames(render),  # rendered once per event for every live subscriber of the binding
                 cursor=after,
                 replay=feed.page,  # a replay reads the store page by page, not into the feed's window
                 ends=ends,
-                frame=feed.frame,  # rendered once per event for every live subscriber of the thread
                 buffer=rt.settings.stream_buffer,
                 keepalive=rt.settings.keepalive_seconds,
             )
@@ -50,15 +52,14 @@ async def thread_stream(rt: Runtime, principal: Principal, thread_id: str, after
 
 
 @asynccontextmanager
-async def inbox_stream(rt: Runtime, principal: Principal, after: int) -> AsyncIterator[EventStream]:
-    """Events of every thread the caller is in (from joining to leaving), resumable from `cursor`.
-    An admin key follows every thread."""
+async def inbox_stream(rt: Runtime, principal: Principal, after: int, render: Render) -> AsyncIterator[EventStream]:
+    """Events of every thread the caller is in (from joining to leaving), resumable from `cursor`, as the
+    caller's binding renders them. An admin key follows every thread."""
     stream = EventStream(
         _inbox_reader(rt, principal),
         rt.hub.any_event.waiter,
-        lambda record: record.gid,
+        render,
         cursor=after,
-        render_event=render.inbox_event,
         buffer=rt.settings.stream_buffer,
         keepalive=rt.settings.keepalive_seconds,
     )

@@ -13,11 +13,10 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
+from aitp.bindings.openai_threads import close_codes
 from aitp.bindings.openai_threads.models import ErrorResponse
 from aitp.bindings.openai_threads.responses import FastJSONResponse
 from aitp.errors import APIError, InvalidRequest, most_specific_error, param_of
-from aitp.events.stream import CLOSE_UNAUTHENTICATED
-from aitp.services.connections import close_code
 
 log = logging.getLogger("aitp")
 
@@ -112,7 +111,7 @@ def refusal(error: APIError, scope: Scope) -> ASGIApp:
     async def close(scope: Scope, receive: Receive, send: Send) -> None:
         websocket = WebSocket(scope, receive, send)
         await websocket.accept()
-        await websocket.close(close_code(error, CLOSE_UNAUTHENTICATED), reason=error.message[:120])
+        await websocket.close(close_codes.refused(error, close_codes.CLOSE_UNAUTHENTICATED), reason=error.message[:120])
 
     return close
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, WebSocket
 
+from aitp.bindings.openai_threads import render
 from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
 from aitp.bindings.openai_threads.errors import KEYED, error_responses
 from aitp.bindings.openai_threads.live import serve_websocket, sse_cursor, sse_response, wants_event_stream
@@ -47,7 +48,9 @@ async def thread_events(
     last_event_id: LastEventId = None,
 ) -> Any:
     if wants_event_stream(accept):
-        return await sse_response(streams.thread_stream(rt, principal, thread_id, sse_cursor(last_event_id, after)))
+        return await sse_response(
+            streams.thread_stream(rt, principal, thread_id, sse_cursor(last_event_id, after), render.event_frame)
+        )
     return FastJSONResponse(await events.list_events(rt, principal, thread_id, after=after, limit=limit))
 
 
@@ -66,7 +69,9 @@ async def inbox_events(
     last_event_id: LastEventId = None,
 ) -> Any:
     if wants_event_stream(accept):
-        return await sse_response(streams.inbox_stream(rt, principal, sse_cursor(last_event_id, after)))
+        return await sse_response(
+            streams.inbox_stream(rt, principal, sse_cursor(last_event_id, after), render.inbox_frame)
+        )
     return FastJSONResponse(await streams.list_inbox(rt, principal, after=after, limit=limit))
 
 
@@ -75,7 +80,7 @@ async def thread_events_ws(websocket: WebSocket, thread_id: str, after: AfterSeq
     rt = runtime_of(websocket.scope)
     await serve_websocket(
         websocket,
-        lambda principal: streams.thread_stream(rt, principal, thread_id, after),
+        lambda principal: streams.thread_stream(rt, principal, thread_id, after, render.event_frame),
         lambda frame: thread_id,
     )
 
@@ -85,6 +90,6 @@ async def inbox_events_ws(websocket: WebSocket, after: AfterCursor = 0) -> None:
     rt = runtime_of(websocket.scope)
     await serve_websocket(
         websocket,
-        lambda principal: streams.inbox_stream(rt, principal, after),
+        lambda principal: streams.inbox_stream(rt, principal, after, render.inbox_frame),
         lambda frame: frame.get("thread_id"),
     )

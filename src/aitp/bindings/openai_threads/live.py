@@ -29,16 +29,17 @@ from pydantic import ValidationError
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from aitp.bindings.openai_threads import close_codes
 from aitp.bindings.openai_threads.errors import validation_error
 from aitp.bindings.openai_threads.models import CreateMessageRequest
 from aitp.context import principal_of, runtime_of, token_of
 from aitp.errors import APIError, InvalidRequest, Unauthenticated
-from aitp.events.stream import CLOSE_NOT_FOUND, CLOSE_SLOW_CONSUMER, EventStream, Frame, Overflow
+from aitp.events.stream import EventStream, Frame, Overflow
 from aitp.gate import Gate
 from aitp.inputs.strict_json import INT64_MAX, parse_json
 from aitp.principals import Principal
 from aitp.services import idempotency, messages, revocation
-from aitp.services.connections import close_code, stream_slots
+from aitp.services.connections import stream_slots
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ async def serve_websocket(
     try:
         stream = await opened.__aenter__()
     except APIError as error:  # 4429 when the key has too many streams open
-        await websocket.close(close_code(error, CLOSE_NOT_FOUND), reason=error.message[:120])
+        await websocket.close(close_codes.refused(error, close_codes.CLOSE_NOT_FOUND), reason=error.message[:120])
         return
 
     async def post_as_key(frame: dict[str, Any]) -> dict[str, Any]:
@@ -196,9 +197,8 @@ async def _serve(websocket: WebSocket, stream: EventStream, post: Poster) -> Non
                 async with send_lock:  # the event's JSON text, rendered once for all its subscribers
                     await websocket.send_text(item.json)
                 continue
-            code = CLOSE_SLOW_CONSUMER if isinstance(item, Overflow) else item.code
             async with send_lock:
-                await websocket.close(code, reason=item.reason[:120])
+                await websocket.close(close_codes.ended(item), reason=item.reason[:120])
             return
 
     async def requests() -> None:

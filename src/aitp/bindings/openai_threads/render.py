@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion, version_text
+from aitp.events.stream import frame_of
 from aitp.principals import Principal
 from aitp.store.base import ActorRecord, EventRecord, MessageRecord, ThreadRecord
 from aitp.store.keys import KeyRecord
@@ -87,6 +88,12 @@ def event(record: EventRecord) -> dict[str, Any]:
 def inbox_event(record: EventRecord) -> dict[str, Any]:
     """An event in an actor's inbox: `cursor` (the store-wide position) is what to resume after."""
     return {**event(record), "cursor": record.gid}
+
+
+# The live streams' renderings (SSE and WebSocket send the same JSON): one object each, the key under which
+# a thread's feed keeps this binding's frames for all its subscribers (`aitp.events.hub.ThreadFeed.frames`).
+event_frame = frame_of(event, lambda record: record.seq)
+inbox_frame = frame_of(inbox_event, lambda record: record.gid)
 
 
 def deleted(object_id: str, object_type: str) -> dict[str, Any]:

@@ -28,11 +28,9 @@ BINDING_IMPORTERS = ("aitp.app", "aitp.cli", "aitp.client")
 STILL_RENDERING_THE_THREADS_WIRE = {
     "aitp.services.actors": ["models", "render"],
     "aitp.services.capabilities": ["render"],
-    "aitp.services.events": ["render"],
     "aitp.services.keys": ["render"],
     "aitp.services.messages": ["models", "render"],
     "aitp.services.registration": ["models", "render"],
-    "aitp.services.streams": ["render"],
     "aitp.services.threads": ["models", "render"],
 }
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from aitp.bindings.openai_threads import render
 from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services.access import readable_thread
-from aitp.services.paging import log_page
+from aitp.services.paging import LogPage, log_page
 
 
-async def list_events(rt: Runtime, principal: Principal, thread_id: str, *, after: int, limit: int) -> dict[str, Any]:
+async def list_events(rt: Runtime, principal: Principal, thread_id: str, *, after: int, limit: int) -> LogPage:
     await readable_thread(rt, principal, thread_id)
-    records = await rt.store.list_events(thread_id, after=after, limit=limit + 1)
-    return log_page(records, limit, after, render.event, ("last_seq", "seq"))
+    return log_page(await rt.store.list_events(thread_id, after=after, limit=limit + 1), limit)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TypeVar
 
 from aitp.store.base import EventRecord, Order
 
@@ -33,20 +34,14 @@ async def cursor_page(
     return items[:limit], len(items) > limit
 
 
-def log_page(
-    records: list[EventRecord],
-    limit: int,
-    after: int,
-    render_event: Callable[[EventRecord], dict[str, Any]],
-    cursor: tuple[str, str],
-) -> dict[str, Any]:
-    """A page of an event log read with `limit + 1` records; `cursor` = (page field, event field) of the
-    position to resume after, e.g. ("last_seq", "seq")."""
-    items = [render_event(r) for r in records[:limit]]
-    page_field, event_field = cursor
-    return {
-        "object": "list",
-        "data": items,
-        page_field: items[-1][event_field] if items else after,
-        "has_more": len(records) > limit,
-    }
+@dataclass(frozen=True)
+class LogPage:
+    """Events of a log after a cursor, oldest first, and whether more follow (a binding renders it)."""
+
+    records: list[EventRecord]
+    has_more: bool
+
+
+def log_page(records: list[EventRecord], limit: int) -> LogPage:
+    """The page of an event log read with `limit + 1` records."""
+    return LogPage(records[:limit], len(records) > limit)

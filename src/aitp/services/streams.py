@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, asynccontextmanager
-from typing import Any
 
 from aitp import memory
-from aitp.bindings.openai_threads import render
 from aitp.events.stream import EventStream, Reader, Render
 from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services.access import readable_thread
 from aitp.services.connections import stream_slots
-from aitp.services.paging import log_page
+from aitp.services.paging import LogPage, log_page
 from aitp.store.base import EventRecord
 
 
@@ -82,7 +80,6 @@ def _inbox_reader(rt: Runtime, principal: Principal) -> Reader:
     return lambda cursor, limit: rt.store.list_inbox_events(principal.actor, cursor, limit)
 
 
-async def list_inbox(rt: Runtime, principal: Principal, *, after: int, limit: int) -> dict[str, Any]:
+async def list_inbox(rt: Runtime, principal: Principal, *, after: int, limit: int) -> LogPage:
     """One page of the caller's inbox after `cursor` (the polling twin of the inbox stream)."""
-    records = await _inbox_reader(rt, principal)(after, limit + 1)
-    return log_page(records, limit, after, render.inbox_event, ("last_cursor", "cursor"))
+    return log_page(await _inbox_reader(rt, principal)(after, limit + 1), limit)

@@ -51,7 +51,9 @@ async def thread_events(
         return await sse_response(
             streams.thread_stream(rt, principal, thread_id, sse_cursor(last_event_id, after), render.event_frame)
         )
-    return FastJSONResponse(await events.list_events(rt, principal, thread_id, after=after, limit=limit))
+    return FastJSONResponse(
+        render.event_page(await events.list_events(rt, principal, thread_id, after=after, limit=limit), after)
+    )
 
 
 @router.get(
@@ -72,7 +74,7 @@ async def inbox_events(
         return await sse_response(
             streams.inbox_stream(rt, principal, sse_cursor(last_event_id, after), render.inbox_frame)
         )
-    return FastJSONResponse(await streams.list_inbox(rt, principal, after=after, limit=limit))
+    return FastJSONResponse(render.inbox_page(await streams.list_inbox(rt, principal, after=after, limit=limit), after))
 
 
 @router.websocket("/threads/{thread_id}/events/ws")

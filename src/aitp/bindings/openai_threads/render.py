@@ -9,6 +9,7 @@ import orjson
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion, version_text
 from aitp.events.stream import frame_of
 from aitp.principals import Principal
+from aitp.services.paging import LogPage
 from aitp.store.base import ActorRecord, EventRecord, MessageRecord, ThreadRecord
 from aitp.store.keys import KeyRecord
 
@@ -94,6 +95,19 @@ def inbox_event(record: EventRecord) -> dict[str, Any]:
 # a thread's feed keeps this binding's frames for all its subscribers (`aitp.events.hub.ThreadFeed.frames`).
 event_frame = frame_of(event, lambda record: record.seq)
 inbox_frame = frame_of(inbox_event, lambda record: record.gid)
+
+
+def event_page(page: LogPage, after: int) -> dict[str, Any]:
+    """A page of a thread's events; `last_seq` is what to resume after."""
+    last = page.records[-1].seq if page.records else after
+    return {"object": "list", "data": [event(r) for r in page.records], "last_seq": last, "has_more": page.has_more}
+
+
+def inbox_page(page: LogPage, after: int) -> dict[str, Any]:
+    """A page of an actor's inbox; `last_cursor` is what to resume after."""
+    last = page.records[-1].gid if page.records else after
+    data = [inbox_event(r) for r in page.records]
+    return {"object": "list", "data": data, "last_cursor": last, "has_more": page.has_more}
 
 
 def deleted(object_id: str, object_type: str) -> dict[str, Any]:

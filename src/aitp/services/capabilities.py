@@ -7,7 +7,6 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from aitp.bindings.openai_threads import render
 from aitp.capabilities.negotiate import negotiate
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion
 from aitp.errors import NotFound
@@ -18,8 +17,8 @@ from aitp.services.registration import retry_after_sync
 from aitp.store.base import ActorRecord, MembershipFollowUp, NewEvent
 
 
-def list_capabilities(rt: Runtime) -> dict[str, Any]:
-    return {"object": "list", "data": [render.capability(c) for c in rt.registry.capabilities()]}
+def list_capabilities(rt: Runtime) -> list[CapabilityInfo]:
+    return rt.registry.capabilities()
 
 
 def _info(rt: Runtime, capability_id: str) -> CapabilityInfo:
@@ -31,8 +30,8 @@ def _info(rt: Runtime, capability_id: str) -> CapabilityInfo:
     return info
 
 
-async def get_capability(rt: Runtime, capability_id: str) -> dict[str, Any]:
-    return render.capability(await retry_after_sync(rt, partial(_info, rt, capability_id)))
+async def get_capability(rt: Runtime, capability_id: str) -> CapabilityInfo:
+    return await retry_after_sync(rt, partial(_info, rt, capability_id))
 
 
 async def get_schema(rt: Runtime, capability_id: str, version: str) -> dict[str, Any]:
@@ -40,9 +39,9 @@ async def get_schema(rt: Runtime, capability_id: str, version: str) -> dict[str,
     return (await retry_after_sync(rt, partial(_version, rt, capability_id, version))).source
 
 
-async def get_examples(rt: Runtime, capability_id: str, version: str) -> dict[str, Any]:
-    """The example messages published with that version."""
-    return render.capability_examples(await retry_after_sync(rt, partial(_version, rt, capability_id, version)))
+async def get_examples(rt: Runtime, capability_id: str, version: str) -> CapabilityVersion:
+    """The version whose example messages are asked for."""
+    return await retry_after_sync(rt, partial(_version, rt, capability_id, version))
 
 
 def _version(rt: Runtime, capability_id: str, version: str) -> CapabilityVersion:

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from aitp.bindings.openai_threads import render
 from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
 from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
 from aitp.bindings.openai_threads.idempotency import idempotent
@@ -30,7 +31,9 @@ router = APIRouter(prefix="/v1", tags=["capabilities"], route_class=ApiRoute)
     summary="List registered capabilities",
 )
 async def list_capabilities(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(capabilities.list_capabilities(rt))
+    return FastJSONResponse(
+        {"object": "list", "data": [render.capability(c) for c in capabilities.list_capabilities(rt)]}
+    )
 
 
 @router.post(
@@ -58,7 +61,7 @@ async def register_capability(
     summary="Retrieve a capability",
 )
 async def get_capability(capability_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(await capabilities.get_capability(rt, capability_id))
+    return FastJSONResponse(render.capability(await capabilities.get_capability(rt, capability_id)))
 
 
 @router.get(
@@ -78,7 +81,7 @@ async def get_schema(capability_id: str, version: str, rt: RuntimeDep) -> FastJS
     summary="A capability version's example messages (public, like its schema)",
 )
 async def get_examples(capability_id: str, version: str, rt: RuntimeDep) -> FastJSONResponse:
-    return FastJSONResponse(await capabilities.get_examples(rt, capability_id, version))
+    return FastJSONResponse(render.capability_examples(await capabilities.get_examples(rt, capability_id, version)))
 
 
 @router.get(

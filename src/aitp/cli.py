@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from aitp import redaction
 from aitp.config import Settings
 from aitp.store import Store, open_store
+from aitp.store.keys import KeyRecord
 
 T = TypeVar("T")
 
@@ -97,10 +98,10 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _print_key(key: dict[str, Any]) -> None:
-    flags = " admin" if key["admin"] else ""
-    scopes = f" scopes={','.join(key['scopes'])}" if key["scopes"] else ""
-    print(f"{key['id']}  actor={key['actor']}{flags}{scopes}  {key['prefix']}…")
+def _print_key(key: KeyRecord) -> None:
+    flags = " admin" if key.admin else ""
+    scopes = f" scopes={','.join(key.scopes)}" if key.scopes else ""
+    print(f"{key.id}  actor={key.actor}{flags}{scopes}  {key.prefix}…")
 
 
 def _store_refusal(settings: Settings, args: argparse.Namespace) -> str | None:
@@ -133,15 +134,16 @@ def keys_command(settings: Settings, args: argparse.Namespace) -> int:
         created = _with_store(
             settings, lambda s: keys.create_key(s, args.actor, admin=args.admin, scopes=args.scope or [])
         )
-        print(created["key"])
+        record = created.record
+        print(created.secret)
         print(
-            f"(id {created['id']}, actor {created['actor']}{', admin' if created['admin'] else ''}, "
+            f"(id {record.id}, actor {record.actor}{', admin' if record.admin else ''}, "
             f"store {settings.store_url}; the key is shown only now)",
             file=sys.stderr,
         )
         return 0
     if args.keys_command == "list":
-        for key in _with_store(settings, keys.list_keys)["data"]:
+        for key in _with_store(settings, keys.list_keys):
             _print_key(key)
         return 0
     from aitp.errors import APIError

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from aitp.auth import ADMIN_ACTOR, generate_key, hash_key
-from aitp.bindings.openai_threads import render
 from aitp.errors import NotFound
 from aitp.ids import new_id
 from aitp.principals import PrincipalCache
@@ -16,10 +15,14 @@ from aitp.store.base import Store
 from aitp.store.keys import KeyRecord
 
 
-async def create_key(
-    store: Store, actor: str, *, admin: bool = False, scopes: list[str] | None = None
-) -> dict[str, Any]:
-    """Create a key; the returned `key` secret is shown this once and stored only as a hash."""
+@dataclass(frozen=True)
+class CreatedKey:
+    record: KeyRecord
+    secret: str  # shown this once: the store keeps only its hash
+
+
+async def create_key(store: Store, actor: str, *, admin: bool = False, scopes: list[str] | None = None) -> CreatedKey:
+    """Create a key; its secret is returned this once and stored only as a hash."""
     secret = generate_key()
     record = KeyRecord(
         id=new_id("key"),
@@ -31,27 +34,26 @@ async def create_key(
         scopes=sorted(set(scopes or [])),
     )
     await store.keys.create(record)
-    return {**render.api_key(record), "key": secret}
+    return CreatedKey(record, secret)
 
 
-async def list_keys(store: Store) -> dict[str, Any]:
-    return {"object": "list", "data": [render.api_key(k) for k in await store.keys.all()]}
+async def list_keys(store: Store) -> list[KeyRecord]:
+    return await store.keys.all()
 
 
 async def revoke_key(
     store: Store, key_id: str, principals: PrincipalCache | None = None, slots: StreamSlots | None = None
-) -> dict[str, Any]:
+) -> None:
     """Delete a key; this process (its cache of authenticated keys, and its open streams, when given) stops
     accepting it at once. Other processes notice within `PRINCIPAL_TTL` (`aitp.services.revocation`)."""
     if not await store.keys.delete(key_id):
         raise NotFound(f"No API key found with id '{key_id}'.", param="key_id", code="key_not_found")
     if principals is not None:
         revocation.key_revoked(key_id, principals, slots)
-    return render.deleted(key_id, "api_key.deleted")
 
 
 async def ensure_admin_key(store: Store) -> str | None:
     """On first start with no admin key at all, create one and return its secret (else None)."""
     if await store.keys.has_admin():
         return None
-    return (await create_key(store, ADMIN_ACTOR, admin=True))["key"]
+    return (await create_key(store, ADMIN_ACTOR, admin=True)).secret

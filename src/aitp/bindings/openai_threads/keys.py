@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from aitp.bindings.openai_threads import render
 from aitp.bindings.openai_threads.deps import AdminDep, RuntimeDep
 from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
 from aitp.bindings.openai_threads.idempotency import idempotent
@@ -25,12 +26,13 @@ router = APIRouter(prefix="/v1", tags=["keys"], route_class=ApiRoute)
 )
 @idempotent(secret="key")
 async def create_key(body: CreateKeyRequest, rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
-    return FastJSONResponse(await keys.create_key(rt.store, body.actor, admin=body.admin, scopes=list(body.scopes)))
+    created = await keys.create_key(rt.store, body.actor, admin=body.admin, scopes=list(body.scopes))
+    return FastJSONResponse({**render.api_key(created.record), "key": created.secret})
 
 
 @router.get("/keys", responses=error_responses(*KEYED, 403), response_model=ApiKeyList, summary="List API keys")
 async def list_keys(rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
-    return FastJSONResponse(await keys.list_keys(rt.store))
+    return FastJSONResponse({"object": "list", "data": [render.api_key(k) for k in await keys.list_keys(rt.store)]})
 
 
 @router.delete(
@@ -40,5 +42,5 @@ async def list_keys(rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
     summary="Revoke an API key",
 )
 async def revoke_key(key_id: str, rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
-    revoked = await keys.revoke_key(rt.store, key_id, rt.state(Gate).principals, rt.state(stream_slots))
-    return FastJSONResponse(revoked)
+    await keys.revoke_key(rt.store, key_id, rt.state(Gate).principals, rt.state(stream_slots))
+    return FastJSONResponse(render.deleted(key_id, "api_key.deleted"))

@@ -115,8 +115,7 @@ async def test_a_post_right_after_a_membership_change_sees_it(api: API) -> None:
 
 async def test_concurrent_joins_stop_at_max_actors(api: API, backend: Backend, request: pytest.FixtureRequest) -> None:
     """The limit holds under concurrency: the store counts the actors in the join's own transaction."""
-    if backend.is_nx27017:  # it fails overlapping transactions (see test_contract)
-        request.applymarker(pytest.mark.xfail(reason="nx-27017: overlapping transactions fail", strict=False))
+    backend.require_isolated_transactions()
     api.settings_override(max_actors=4)
     root = await api.actor("root.near")
     thread_id = (await root.post("/threads", json={})).json()["id"]

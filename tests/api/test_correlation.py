@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import httpx
-import pytest
 
 from aitp.ids import new_id
 from aitp.store import Store
@@ -394,11 +393,8 @@ async def test_a_hub_era_authorization_must_pay_an_offered_amount(api: API) -> N
     assert (await user.post(f"/threads/{tid}/messages", json=legacy_for_new)).status_code == 200
 
 
-async def test_concurrent_payments_of_one_quote_in_two_capabilities_have_one_winner(
-    api: API, backend: Backend, request: pytest.FixtureRequest
-) -> None:
-    if backend.is_nx27017:  # in some runs (3 of 25) the loser fails on the events' seq index: a 500, not a 409
-        request.applymarker(pytest.mark.xfail(reason="nx-27017: overlapping transactions fail", strict=False))
+async def test_concurrent_payments_of_one_quote_in_two_capabilities_have_one_winner(api: API, backend: Backend) -> None:
+    backend.require_isolated_transactions()
     user, shop, tid = await _thread(api)
     assert (await shop.post(f"/threads/{tid}/messages", json=msg(PAYMENTS, quote=QUOTE))).status_code == 200
     both = await asyncio.gather(

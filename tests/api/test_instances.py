@@ -9,7 +9,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
-import pytest
 
 from aitp.testing import start_server
 from tests.api.test_capability_registration import ORDERS_URL, order, registration
@@ -142,11 +141,8 @@ def _assert_exactly_the_limit(responses: list[httpx.Response], actors: list[str]
     assert len(actors) == MAX_ACTORS and actors[0] == "root"
 
 
-async def test_concurrent_joins_on_one_instance_stop_at_max_actors(
-    backend: Backend, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    if backend.is_nx27017:  # it fails overlapping transactions (see test_contract)
-        request.applymarker(pytest.mark.xfail(reason="nx-27017: overlapping transactions fail", strict=False))
+async def test_concurrent_joins_on_one_instance_stop_at_max_actors(backend: Backend, tmp_path: Path) -> None:
+    backend.require_isolated_transactions()
     server = start_server(backend.url, tmp_path / "a.log", {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_MAX_ACTORS": "4"})
     try:
         responses, actors = await _join_concurrently(backend, [server.base_url])
@@ -155,11 +151,8 @@ async def test_concurrent_joins_on_one_instance_stop_at_max_actors(
     _assert_exactly_the_limit(responses, actors)
 
 
-async def test_concurrent_joins_through_two_instances_stop_at_max_actors(
-    backend: Backend, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    if backend.is_nx27017:
-        request.applymarker(pytest.mark.xfail(reason="nx-27017: overlapping transactions fail", strict=False))
+async def test_concurrent_joins_through_two_instances_stop_at_max_actors(backend: Backend, tmp_path: Path) -> None:
+    backend.require_isolated_transactions()
     env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_MAX_ACTORS": "4"}
     first = start_server(backend.url, tmp_path / "a.log", env)
     second = start_server(backend.url, tmp_path / "b.log", env)

@@ -373,11 +373,6 @@ async def test_a_success_stored_before_lifecycles_still_ends_the_quote(api: API,
 
 # --- concurrent transitions: one winner -----------------------------------------------------------
 
-# nx-27017 does not isolate overlapping transactions: aborting the loser can undo the winner's writes, or
-# the loser fails on the events' seq index (500). Seen in 20 of 20 runs for the retries (both 409, the
-# winner's ref gone) and the three first confirmations, 1 in 20 for the finals after pending.
-NX_OVERLAP = "nx-27017: overlapping transactions are not isolated"
-
 
 async def _race(flow: Shop, *moves: tuple[str, dict[str, Any]]) -> list[httpx.Response]:
     posts: list[Awaitable[httpx.Response]] = [flow.post(who, body) for who, body in moves]
@@ -399,10 +394,9 @@ def _one_winner(responses: list[httpx.Response]) -> None:
     ids=["retries after a failure", "finals after pending", "first confirmations"],
 )
 async def test_concurrent_transitions_from_one_state_have_one_winner(
-    api: API, backend: Backend, request: pytest.FixtureRequest, state: str, racers: list[str]
+    api: API, backend: Backend, state: str, racers: list[str]
 ) -> None:
-    if backend.is_nx27017:
-        request.applymarker(pytest.mark.xfail(reason=NX_OVERLAP, strict=False))
+    backend.require_isolated_transactions()
     flow = await quoted(api)
     for step in REACH[state]:
         who, body = MOVES[step]

@@ -1305,8 +1305,7 @@ async def test_concurrent_joins_through_two_stores_never_exceed_max_actors(
 ) -> None:
     """20 joins at once, half through another store on the same database (another process): exactly the
     seats left are taken, whichever writer reads the thread first."""
-    if backend.is_nx27017:
-        request.applymarker(pytest.mark.xfail(reason="nx-27017: overlapping transactions fail", strict=False))
+    backend.require_isolated_transactions()
     other = open_store(backend.url)
     await other.open()
     try:

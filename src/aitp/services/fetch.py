@@ -1,11 +1,9 @@
 """Fetching JSON documents for the UI (AITP-03 `json_url` forms), never as an open proxy.
 
-A URL is read as a browser reads it (WHATWG: backslashes are slashes, tabs and newlines dropped), then
-loaded only when it matches a prefix of `Settings.fetch_allow` exactly: same scheme, host and port,
-and a path under the prefix's path (segment-aligned), without dot segments in any spelling. Every redirect target is
-checked the same way before it is followed. The body is streamed and dropped past
-`fetch_max_bytes`; the whole exchange, redirects included, must finish within `fetch_timeout`;
-the answer must be JSON by content type and by content. No credentials, cookies or proxy
+A URL is read as a browser reads it, then loaded only when it matches a prefix of `Settings.fetch_allow`
+(`aitp.services.destinations`). Every redirect target is checked the same way before it is followed. The
+body is streamed and dropped past `fetch_max_bytes`; the whole exchange, redirects included, must finish
+within `fetch_timeout`; the answer must be JSON by content type and by content. No credentials, cookies or proxy
 settings of this process are sent along.
 """
 
@@ -13,83 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable
 from typing import Any
 
 import httpx
 
 from aitp.config import Settings
 from aitp.errors import PayloadTooLarge, PermissionDenied, Unprocessable
+from aitp.services.destinations import is_allowed, normalize_url, parse_url
 
 MAX_REDIRECTS = 3
-DEFAULT_PORTS = {"http": 80, "https": 443}
 REDIRECT_STATUSES = {301, 302, 303, 307, 308}
-
-
-# WHATWG URL parsing (what browsers, and so the UI, make of a URL) before reading it: C0 controls and spaces
-# trimmed at both ends, every tab and newline removed, and for http(s) a backslash is a slash up to the query.
-# httpx (RFC 3986) would send a backslash as it is, and servers that take it for a slash would then resolve a
-# "..\" segment that no check here saw; "\@host" would even be read as user info before another host.
-_TRIMMED = "".join(chr(c) for c in range(0x21))
-_DROPPED = str.maketrans("", "", "\t\n\r")
-
-
-def normalize_url(raw: str) -> str:
-    """`raw` as a browser reads an http(s) URL (or a reference relative to one): see above."""
-    text = raw.strip(_TRIMMED).translate(_DROPPED)
-    end = min((at for at in (text.find("?"), text.find("#")) if at >= 0), default=len(text))
-    return text[:end].replace("\\", "/") + text[end:]
-
-
-def _dot_segment(segment: str) -> bool:
-    """A "." or ".." segment, also as servers may read one: with path parameters ("..;x": Tomcat and Spring
-    drop them), or with more dots and trailing spaces ("...", ".. ": Windows trims them)."""
-    name = segment.split(";", 1)[0]
-    return bool(name) and not name.rstrip(". ")
-
-
-def parse_url(raw: str) -> httpx.URL:
-    """An absolute http(s) URL, read as a browser reads it, without credentials or dot segments, else 422
-    `invalid_url`."""
-    try:
-        url = httpx.URL(normalize_url(raw))
-    except httpx.InvalidURL as error:
-        raise Unprocessable(f"Not a valid URL: {error}.", param="url", code="invalid_url") from error
-    if url.scheme not in DEFAULT_PORTS or not url.host:
-        raise Unprocessable("Only absolute http and https URLs can be fetched.", param="url", code="invalid_url")
-    if url.userinfo:
-        raise Unprocessable("URLs with credentials cannot be fetched.", param="url", code="invalid_url")
-    # httpx resolves literal ".." but sends "%2e%2e" and "%2f" as they are, and servers may decode them
-    raw_path = url.raw_path.split(b"?", 1)[0].lower()
-    if b"%2f" in raw_path or b"%5c" in raw_path or any(_dot_segment(s) for s in url.path.split("/")):
-        raise Unprocessable(
-            "URLs with encoded slashes or backslashes, or dot segments, cannot be fetched.",
-            param="url",
-            code="invalid_url",
-        )
-    return url
-
-
-def _origin(url: httpx.URL) -> tuple[str, str, int]:
-    return url.scheme, url.host.lower(), url.port or DEFAULT_PORTS[url.scheme]
-
-
-def is_allowed(url: httpx.URL, prefixes: Iterable[str]) -> bool:
-    """True when `url` has the scheme, host and port of a prefix and a path under its path."""
-    for prefix in prefixes:
-        try:
-            allowed = httpx.URL(prefix)
-        except httpx.InvalidURL:
-            continue
-        if allowed.scheme not in DEFAULT_PORTS or _origin(allowed) != _origin(url):
-            continue
-        base = allowed.path
-        # "https://h/forms" admits /forms and /forms/…, never /forms-evil
-        if base.endswith("/") and url.path.startswith(base):
-            return True
-        if not base.endswith("/") and (url.path == base or url.path.startswith(base + "/")):
-            return True
-    return False
 
 
 def _check_allowed(url: httpx.URL, settings: Settings, redirected_from: httpx.URL | None = None) -> None:

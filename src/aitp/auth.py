@@ -39,9 +39,15 @@ async def authenticate(
     store: Store, token: str, env_admin_key: str | None, cache: PrincipalCache | None = None
 ) -> Principal:
     """Resolve a bearer token to its principal (through `cache` when given), or raise 401."""
-    if env_admin_key is not None and hmac.compare_digest(token.encode(), env_admin_key.encode()):
+    return await authenticate_hash(store, hash_key(token), env_admin_key, cache)
+
+
+async def authenticate_hash(
+    store: Store, key_hash: str, env_admin_key: str | None, cache: PrincipalCache | None = None
+) -> Principal:
+    """As `authenticate`, for a key known by its hash (what a one-time code keeps of the key that made it)."""
+    if env_admin_key is not None and hmac.compare_digest(key_hash.encode(), hash_key(env_admin_key).encode()):
         return Principal(actor=ADMIN_ACTOR, admin=True, key_id=None)
-    key_hash = hash_key(token)
 
     async def load() -> Principal | None:
         record = await store.keys.find(key_hash)

@@ -46,6 +46,7 @@ def serve(settings: Settings) -> None:
     # the service's own log lines (registry sync, event tailer, slow consumers) next to uvicorn's
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     redaction.redact_root_handlers()  # no key (nor store password) in a log line: see aitp.redaction
+    from aitp.services.codes import SERVE_LINK_TTL, admin_sign_in_code
     from aitp.services.keys import ensure_admin_key
 
     new_admin_key = None if settings.admin_key else _with_store(settings, ensure_admin_key)
@@ -57,13 +58,18 @@ def serve(settings: Settings) -> None:
             "aitp: created the admin key (shown once, stored only as a hash):\n"
             f"    {new_admin_key}\n"
             f"aitp: API at {base}/v1  (try: curl -H 'Authorization: Bearer {new_admin_key}' {base}/v1/threads)\n"
-            f"aitp: API docs at {base}/docs\n"
-            # the fragment never reaches a server or its logs; the UI moves the key to sessionStorage
-            f"aitp: web UI, signed in as admin: {base}/#key={new_admin_key}",
+            f"aitp: API docs at {base}/docs",
             flush=True,
         )
     else:
-        print(f"aitp: API at {base}/v1, docs at {base}/docs, web UI at {base}/", flush=True)
+        print(f"aitp: API at {base}/v1, docs at {base}/docs", flush=True)
+    admin_key = new_admin_key or settings.admin_key
+    if admin_key:
+        # a one-time code, never the key: the link works once, for an hour, and its fragment reaches no server
+        code = _with_store(settings, lambda store: admin_sign_in_code(store, admin_key, SERVE_LINK_TTL))
+        print(f"aitp: web UI, sign in as admin once within the hour: {base}/#code={code}", flush=True)
+    else:
+        print(f"aitp: web UI at {base}/", flush=True)
     app = create_app(settings)
     # What start-up built (modules, routes, compiled validators) lives as long as the process: moved out of
     # the cyclic GC's reach, it no longer lengthens every full collection (pauses seen by live subscribers).

@@ -4,8 +4,10 @@ more request, and how much body it may send.
 `ContextMiddleware` (pure ASGI, as Starlette's AuthenticationMiddleware) takes every HTTP request and
 WebSocket connect of the app, in this order:
 
-1. its key, `Authorization: Bearer <key>` (on a WebSocket also `?token=<key>`: browsers cannot set headers
-   there), is resolved to its principal (401), before a byte of the body is read;
+1. its key, `Authorization: Bearer <key>`, is resolved to its principal (401), before a byte of the body is
+   read. Browsers cannot set headers on a WebSocket: there a one-time `?ticket=` (`aitp.services.codes`,
+   from `POST /v1/tickets`) stands for the key instead. `?token=<key>` on a WebSocket is deprecated, still
+   accepted for old clients only (it puts the key in the URL; their logs are redacted, `aitp.redaction`);
 2. the request is counted against that key's rate (429); both through the app's `aitp.gate.Gate`;
 3. its body is limited (413 `request_too_large`): a declared `Content-Length` over the limit is refused
    unread, a streamed one is cut at the chunk that crosses it (whoever reads the body, a route or a
@@ -25,13 +27,15 @@ from collections.abc import Callable
 from starlette.datastructures import Headers, QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aitp.auth import bearer_token
+from aitp.auth import bearer_token, hash_key
 from aitp.errors import APIError, PayloadTooLarge
 from aitp.gate import Gate
 from aitp.principals import Principal
 from aitp.runtime import Runtime
+from aitp.services import codes
 
 PRINCIPAL = "aitp.principal"  # scope key: who the request acts as (absent on public requests)
+KEY_HASH = "aitp.key_hash"  # scope key: the hash of that principal's key (a socket's posts check it again)
 RUNTIME = "aitp.runtime"  # scope key: the app's runtime
 
 Refuse = Callable[[APIError, Scope], ASGIApp]  # the answer to a request refused here, as its face says it
@@ -48,11 +52,28 @@ def runtime_of(scope: Scope) -> Runtime:
     return runtime
 
 
+def key_hash_of(scope: Scope) -> str:
+    """The hash of the key the request was authenticated with."""
+    key_hash: str = scope[KEY_HASH]
+    return key_hash
+
+
 def token_of(scope: Scope) -> str:
-    """The request's key: a WebSocket's `?token=`, else the `Authorization: Bearer` header (401 if neither)."""
-    if scope["type"] == "websocket" and (token := QueryParams(scope["query_string"]).get("token")):
-        return token
-    return bearer_token(Headers(scope=scope).get("authorization"))
+    """The request's key: the `Authorization: Bearer` header, else a WebSocket's deprecated `?token=` (401 if
+    neither)."""
+    authorization = Headers(scope=scope).get("authorization")
+    if scope["type"] == "websocket" and not authorization:
+        if token := QueryParams(scope["query_string"]).get("token"):
+            return token
+    return bearer_token(authorization)
+
+
+async def _admit(runtime: Runtime, scope: Scope) -> tuple[Principal, str]:
+    """Who the request acts as and its key's hash: by its key, or by a WebSocket's one-time ticket."""
+    if scope["type"] == "websocket" and (ticket := QueryParams(scope["query_string"]).get("ticket")):
+        return await codes.admit_ticket(runtime, ticket)
+    key_hash = hash_key(token_of(scope))
+    return await runtime.state(Gate).admit_hash(key_hash), key_hash
 
 
 def too_large(limit: int) -> PayloadTooLarge:
@@ -81,7 +102,7 @@ class ContextMiddleware:
         scope[RUNTIME] = self.runtime
         try:
             if not self.public(scope):
-                scope[PRINCIPAL] = await self.runtime.state(Gate).admit(token_of(scope))
+                scope[PRINCIPAL], scope[KEY_HASH] = await _admit(self.runtime, scope)
             limit = self.runtime.settings.max_body_bytes  # read per request: changed settings apply at once
             if scope["type"] == "http" and 0 < limit < _declared_length(scope):
                 raise too_large(limit)

@@ -1,10 +1,11 @@
 """No secret in a log line: what the server writes to its output is redacted first.
 
-Browsers cannot set headers on a WebSocket, so the web UI sends its key as `?token=`; uvicorn's access log
-(HTTP) and its WebSocket log write the request's path with its query, which put the full key in the log.
+Browsers cannot set headers on a WebSocket: old clients sent their key as `?token=` (deprecated; the web UI
+sends a one-time `?ticket=`); uvicorn's access log (HTTP) and its WebSocket log write the request's path with
+its query, which put the full key in the log.
 Every handler `aitp serve` logs through (uvicorn's and the root one) carries `RedactSecrets`, which
 replaces, in the message, its arguments and its traceback:
-- the value of a `token` query parameter (its name as the server decodes it: `%74oken=` too);
+- the value of a `token` or `ticket` query parameter (its name as the server decodes it: `%74oken=` too);
 - anything shaped like an API key (`aitp_` and 40+ URL-safe characters), wherever it appears;
 - the password of a URL's user info (`mongodb://user:[redacted]@host`).
 """
@@ -17,7 +18,7 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 REDACTED = "[redacted]"
-SECRET_PARAMS = frozenset({"token"})
+SECRET_PARAMS = frozenset({"token", "ticket"})
 
 # a query parameter: its value runs to the next '&' (the only separator the server splits on), '#', space
 # or quote (a log line quotes the request line)

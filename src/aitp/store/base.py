@@ -15,8 +15,10 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from aitp.store.capabilities import CapabilityStore
+from aitp.store.codes import CodeStore
 from aitp.store.idempotency import IdempotencyStore
 from aitp.store.keys import KeyStore
+from aitp.store.profiles import ProfileStore
 from aitp.store.records import (
     ActorEventRenderer,
     ActorRecord,
@@ -64,8 +66,9 @@ T = TypeVar("T")
 
 
 class Store(abc.ABC):
-    """Persistence for threads, actors, messages and the event log; API keys, idempotency records and
-    registered capability versions in the small stores `keys`, `idempotency` and `capabilities`.
+    """Persistence for threads, actors, messages and the event log; API keys, idempotency records,
+    registered capability versions, actor profiles and one-time codes in the small stores `keys`,
+    `idempotency`, `capabilities`, `profiles` and `codes`.
 
     The mutations of threads are rules written here, each as one transaction body over `Tx`; a backend
     provides `transaction` (how a body runs atomically), the `Tx` primitives and the reads.
@@ -75,6 +78,8 @@ class Store(abc.ABC):
     keys: KeyStore
     idempotency: IdempotencyStore
     capabilities: CapabilityStore
+    profiles: ProfileStore
+    codes: CodeStore
 
     def __init__(self) -> None:
         self._commit_listeners: list[CommitListener] = []

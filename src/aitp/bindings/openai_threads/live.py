@@ -32,7 +32,7 @@ from starlette.types import Receive, Scope, Send
 from aitp.bindings.openai_threads import close_codes
 from aitp.bindings.openai_threads.errors import validation_error
 from aitp.bindings.openai_threads.models import CreateMessageRequest
-from aitp.context import principal_of, runtime_of, token_of
+from aitp.context import key_hash_of, principal_of, runtime_of
 from aitp.errors import APIError, InvalidRequest, Unauthenticated
 from aitp.events.stream import EventStream, Frame, Overflow
 from aitp.gate import Gate
@@ -148,7 +148,7 @@ async def serve_websocket(
         # Each post authenticates its key again, as an HTTP request would: a revoked key posts nothing more
         # (401), and its streams here end at once (4401).
         try:
-            current = await rt.state(Gate).admit(token_of(websocket.scope))
+            current = await rt.state(Gate).admit_hash(key_hash_of(websocket.scope))
         except Unauthenticated:
             if principal.key_id is not None:
                 revocation.key_revoked(principal.key_id, rt.state(Gate).principals, rt.state(stream_slots))

@@ -11,14 +11,24 @@ from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
-from aitp.bindings.openai_threads import actors, capabilities, events, fetch, keys, messages, threads
+from aitp.bindings.openai_threads import (
+    actors,
+    capabilities,
+    codes,
+    events,
+    fetch,
+    keys,
+    messages,
+    profiles,
+    threads,
+)
 from aitp.bindings.openai_threads.deps import needs_key
 
 PREFIX = "/v1/"  # every route of the API is under it; outside it: the web UI, /health, the OpenAPI document
 
 
 def api_routes() -> list[BaseRoute]:
-    modules = (messages, threads, actors, capabilities, events, keys, fetch)
+    modules = (messages, threads, actors, profiles, capabilities, events, keys, fetch, codes)
     return [route for module in modules for route in module.router.routes]
 
 

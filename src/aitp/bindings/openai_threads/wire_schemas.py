@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from aitp.bindings.openai_threads import models
+from aitp.bindings.openai_threads.models import codes, profiles
 
 BASE_URL = "https://aitp.dev/service/schemas/"
 
@@ -35,6 +36,11 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "api-key": (models.ApiKey, "serialization"),
     "created-api-key": (models.CreatedApiKey, "serialization"),
     "identity": (models.Identity, "serialization"),
+    "profile": (profiles.Profile, "serialization"),
+    "profile-list": (profiles.ProfileList, "serialization"),
+    "websocket-ticket": (codes.Ticket, "serialization"),
+    "sign-in-code": (codes.SignInCode, "serialization"),
+    "signed-in": (codes.SignedIn, "serialization"),
     "create-thread-request": (models.CreateThreadRequest, "validation"),
     "modify-thread-request": (models.ModifyThreadRequest, "validation"),
     "create-message-request": (models.CreateMessageRequest, "validation"),
@@ -42,6 +48,9 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "actor-input": (models.ActorInput, "validation"),
     "create-key-request": (models.CreateKeyRequest, "validation"),
     "register-capability-request": (models.RegisterCapabilityRequest, "validation"),
+    "profile-input": (profiles.ProfileInput, "validation"),
+    "create-sign-in-code-request": (codes.CreateSignInCodeRequest, "validation"),
+    "sign-in-request": (codes.SignInRequest, "validation"),
 }
 
 

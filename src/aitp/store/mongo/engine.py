@@ -55,6 +55,8 @@ class MongoEngine:
             "api_keys",
             "capability_versions",
             "idempotency_keys",
+            "actor_profiles",
+            "one_time_codes",
         ):
             if name not in existing:
                 try:
@@ -72,6 +74,7 @@ class MongoEngine:
         # MongoDB deletes each record once its own `expires_at` has passed (so changing the retention
         # needs no index rebuild); `MongoIdempotency.purge` does the same for servers without a TTL monitor.
         await db.idempotency_keys.create_index([("expires_at", ASCENDING)], expireAfterSeconds=0)
+        await db.one_time_codes.create_index([("expires_at", ASCENDING)], expireAfterSeconds=0)
 
     async def exists(self) -> bool:
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(self.url, serverSelectionTimeoutMS=5000)

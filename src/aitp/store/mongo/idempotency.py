@@ -16,11 +16,11 @@ def _id(scope: str, key: str) -> str:
     return f"{scope} {key}"  # a scope (key id or "admin") has no space, so the pair is unambiguous
 
 
-def _date(seconds: float) -> datetime:
+def bson_date(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
-def _seconds(value: datetime) -> float:
+def unix_seconds(value: datetime) -> float:
     if value.tzinfo is None:  # a client without tz_aware: BSON dates are UTC
         value = value.replace(tzinfo=UTC)
     return float(value.timestamp())
@@ -28,13 +28,15 @@ def _seconds(value: datetime) -> float:
 
 def _document(record: IdempotencyRecord) -> dict[str, Any]:
     # Dates, not numbers: a TTL index only expires documents by a BSON date.
-    times = {"created_at": _date(record.created_at), "expires_at": _date(record.expires_at)}
+    times = {"created_at": bson_date(record.created_at), "expires_at": bson_date(record.expires_at)}
     return {**vars(record), **times}
 
 
 def _record(doc: dict[str, Any]) -> IdempotencyRecord:
     kept = {name: doc.get(name) for name in ("scope", "key", "fingerprint", "token", "status", "body")}
-    return IdempotencyRecord(created_at=_seconds(doc["created_at"]), expires_at=_seconds(doc["expires_at"]), **kept)
+    return IdempotencyRecord(
+        created_at=unix_seconds(doc["created_at"]), expires_at=unix_seconds(doc["expires_at"]), **kept
+    )
 
 
 class MongoIdempotency(IdempotencyStore):
@@ -56,7 +58,7 @@ class MongoIdempotency(IdempotencyStore):
 
     async def purge(self, now: float) -> int:
         # the TTL monitor's job, done here too for servers without one
-        return (await self._records.delete_many({"expires_at": {"$lte": _date(now)}})).deleted_count
+        return (await self._records.delete_many({"expires_at": {"$lte": bson_date(now)}})).deleted_count
 
     async def _insert(self, record: IdempotencyRecord) -> bool:
         try:

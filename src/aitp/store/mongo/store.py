@@ -15,6 +15,7 @@ from pymongo.errors import OperationFailure
 
 from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, Page, Store, ThreadRecord
 from aitp.store.mongo.capabilities import MongoCapabilities
+from aitp.store.mongo.codes import MongoCodes
 from aitp.store.mongo.documents import (
     event_record,
     message_record,
@@ -26,6 +27,7 @@ from aitp.store.mongo.documents import (
 from aitp.store.mongo.engine import MongoEngine
 from aitp.store.mongo.idempotency import MongoIdempotency
 from aitp.store.mongo.keys import MongoKeys
+from aitp.store.mongo.profiles import MongoProfiles
 from aitp.store.mongo.tx import MongoTx
 from aitp.store.transaction import Body
 
@@ -47,6 +49,8 @@ class MongoStore(Store):
         self.keys = MongoKeys(self.engine)
         self.idempotency = MongoIdempotency(self.engine)
         self.capabilities = MongoCapabilities(self.engine)
+        self.profiles = MongoProfiles(self.engine)
+        self.codes = MongoCodes(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> MongoStore:

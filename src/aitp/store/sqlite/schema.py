@@ -102,6 +102,24 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     PRIMARY KEY (scope, key)
 );
 CREATE INDEX IF NOT EXISTS idempotency_keys_by_expiry ON idempotency_keys (expires_at);
+CREATE TABLE IF NOT EXISTS actor_profiles (
+    actor TEXT PRIMARY KEY,
+    display_name TEXT,
+    avatar_url TEXT,
+    description TEXT,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS one_time_codes (
+    hash TEXT PRIMARY KEY,
+    purpose TEXT NOT NULL,
+    key_hash TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    admin INTEGER NOT NULL,
+    scopes TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS one_time_codes_by_expiry ON one_time_codes (expires_at);
 """
 
 

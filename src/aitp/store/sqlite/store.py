@@ -10,9 +10,11 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, Page, Store, ThreadRecord
 from aitp.store.sqlite.capabilities import SQLiteCapabilities
+from aitp.store.sqlite.codes import SQLiteCodes
 from aitp.store.sqlite.engine import DEFAULT_SYNCHRONOUS, SYNCHRONOUS_MODES, SQLiteEngine
 from aitp.store.sqlite.idempotency import SQLiteIdempotency
 from aitp.store.sqlite.keys import SQLiteKeys
+from aitp.store.sqlite.profiles import SQLiteProfiles
 from aitp.store.sqlite.schema import (
     SCHEMA,
     event_record,
@@ -49,6 +51,8 @@ class SQLiteStore(Store):
         self.keys = SQLiteKeys(self.engine)
         self.idempotency = SQLiteIdempotency(self.engine)
         self.capabilities = SQLiteCapabilities(self.engine)
+        self.profiles = SQLiteProfiles(self.engine)
+        self.codes = SQLiteCodes(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:

@@ -1,0 +1,67 @@
+"""One-time codes (AITP extension): WebSocket tickets and sign-in links, so no API key travels in a URL."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from aitp.bindings.openai_threads import render
+from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
+from aitp.bindings.openai_threads.models.codes import (
+    CreateSignInCodeRequest,
+    SignedIn,
+    SignInCode,
+    SignInRequest,
+    Ticket,
+)
+from aitp.bindings.openai_threads.responses import FastJSONResponse
+from aitp.bindings.openai_threads.route import ApiRoute
+from aitp.context import key_hash_of
+from aitp.services import codes
+
+router = APIRouter(prefix="/v1", tags=["keys"], route_class=ApiRoute)
+
+
+@router.post(
+    "/tickets",
+    responses=error_responses(*KEYED),
+    response_model=Ticket,
+    summary="A one-time WebSocket ticket (valid 30 s): connect with ?ticket= instead of a key",
+)
+async def create_ticket(request: Request, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    issued = await codes.issue(rt, principal, key_hash_of(request.scope), codes.WEBSOCKET)
+    body = {"object": "websocket.ticket", "ticket": issued.secret, "expires_at": int(issued.record.expires_at)}
+    return FastJSONResponse(body)
+
+
+@router.post(
+    "/sign-in-codes",
+    responses=error_responses(*KEYED, *BODY, 403),
+    response_model=SignInCode,
+    summary="A one-time sign-in code for the web UI's link /#code=<code>",
+)
+async def create_sign_in_code(
+    body: CreateSignInCodeRequest, request: Request, rt: RuntimeDep, principal: PrincipalDep
+) -> FastJSONResponse:
+    issued = await codes.issue(
+        rt, principal, key_hash_of(request.scope), codes.SIGN_IN, actor=body.actor, ttl=body.expires_in
+    )
+    record = issued.record
+    answer = {
+        "object": "sign_in_code",
+        "code": issued.secret,
+        "actor": record.actor,
+        "expires_at": int(record.expires_at),
+    }
+    return FastJSONResponse(answer)
+
+
+@router.post(
+    "/sign-in",
+    responses=error_responses(401, *BODY),
+    response_model=SignedIn,
+    summary="Exchange a one-time sign-in code for a new key of its actor (no key needed)",
+)
+async def sign_in(body: SignInRequest, rt: RuntimeDep) -> FastJSONResponse:
+    created = await codes.sign_in(rt, body.code)
+    return FastJSONResponse({**render.api_key(created.record), "key": created.secret})

@@ -1,0 +1,78 @@
+"""Actor profiles (AITP extension): an actor's display name, avatar and description."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
+from aitp.bindings.openai_threads.models.profiles import Profile, ProfileInput, ProfileList
+from aitp.bindings.openai_threads.responses import FastJSONResponse
+from aitp.bindings.openai_threads.route import ApiRoute
+from aitp.services import profiles
+from aitp.store.profiles import ProfileRecord
+
+router = APIRouter(prefix="/v1", tags=["actors"], route_class=ApiRoute)
+
+
+def render(record: ProfileRecord) -> dict[str, Any]:
+    return {
+        "object": "actor.profile",
+        "actor": record.actor,
+        "display_name": record.display_name,
+        "avatar_url": record.avatar_url,
+        "description": record.description,
+        "updated_at": record.updated_at,
+    }
+
+
+@router.get(
+    "/actors/me/profile", responses=error_responses(*KEYED), response_model=Profile, summary="The caller's profile"
+)
+async def get_my_profile(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(render(await profiles.own_profile(rt, principal)))
+
+
+async def _put(rt: RuntimeDep, principal: PrincipalDep, actor: str, body: ProfileInput) -> FastJSONResponse:
+    record = await profiles.put_profile(
+        rt,
+        principal,
+        actor,
+        display_name=body.display_name,
+        avatar_url=body.avatar_url,
+        description=body.description,
+    )
+    return FastJSONResponse(render(record))
+
+
+@router.put(
+    "/actors/me/profile",
+    responses=error_responses(*KEYED, *BODY),
+    response_model=Profile,
+    summary="Set the caller's profile (the whole record)",
+)
+async def put_my_profile(body: ProfileInput, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return await _put(rt, principal, principal.actor, body)
+
+
+@router.put(
+    "/actors/{actor_id}/profile",
+    responses=error_responses(*KEYED, *BODY, 403),
+    response_model=Profile,
+    summary="Set an actor's profile (that actor's key, or an admin's)",
+)
+async def put_profile(actor_id: str, body: ProfileInput, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return await _put(rt, principal, actor_id, body)
+
+
+@router.get(
+    "/threads/{thread_id}/profiles",
+    responses=error_responses(*KEYED, 404),
+    response_model=ProfileList,
+    summary="The profiles of a thread's actors",
+)
+async def list_thread_profiles(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    records = await profiles.thread_profiles(rt, principal, thread_id)
+    return FastJSONResponse({"object": "list", "data": [render(r) for r in records]})

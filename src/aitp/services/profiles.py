@@ -1,0 +1,117 @@
+"""Actor profiles: what an actor says about itself (display name, avatar, description), set by the actor
+(or an admin) and read by itself and by the members of the threads it is in."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from urllib.parse import urlsplit
+
+from aitp.errors import InvalidRequest, PermissionDenied
+from aitp.principals import Principal
+from aitp.runtime import Runtime, now
+from aitp.services.access import readable_thread
+from aitp.store.profiles import ProfileRecord
+
+MAX_NAME = 80
+MAX_DESCRIPTION = 500
+MAX_AVATAR_URL = 2048
+MAX_AVATAR_BYTES = 48 * 1024  # a data: avatar, decoded: a thumbnail, not a photo library
+# raster images only (an SVG can carry script), each recognised by its first bytes
+_IMAGE_MAGIC = {
+    "png": (b"\x89PNG\r\n\x1a\n",),
+    "jpeg": (b"\xff\xd8\xff",),
+    "gif": (b"GIF87a", b"GIF89a"),
+    "webp": (b"RIFF",),
+}
+_DATA_URL = re.compile(r"data:image/(png|jpeg|gif|webp);base64,([A-Za-z0-9+/=]+)")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def empty(actor: str) -> ProfileRecord:
+    """The profile of an actor that has not set one."""
+    return ProfileRecord(actor=actor, display_name=None, avatar_url=None, description=None, updated_at=0)
+
+
+async def own_profile(rt: Runtime, principal: Principal) -> ProfileRecord:
+    return await rt.store.profiles.get(principal.actor) or empty(principal.actor)
+
+
+async def put_profile(
+    rt: Runtime,
+    principal: Principal,
+    actor: str,
+    *,
+    display_name: str | None,
+    avatar_url: str | None,
+    description: str | None,
+) -> ProfileRecord:
+    """Replace `actor`'s profile: only the actor itself, or an admin, may."""
+    if actor != principal.actor and not principal.admin:
+        raise PermissionDenied("Only the actor itself (or an admin) may set its profile.", param="actor")
+    record = ProfileRecord(
+        actor=actor,
+        display_name=_text(display_name, MAX_NAME, "display_name", one_line=True),
+        avatar_url=_avatar(avatar_url),
+        description=_text(description, MAX_DESCRIPTION, "description", one_line=False),
+        updated_at=now(),
+    )
+    await rt.store.profiles.put(record)
+    return record
+
+
+async def thread_profiles(rt: Runtime, principal: Principal, thread_id: str) -> list[ProfileRecord]:
+    """The profile of each actor of the thread, in the thread's order (members and admins only: 404)."""
+    view = await readable_thread(rt, principal, thread_id)
+    ids = [actor.id for actor in view.actors]
+    found = await rt.store.profiles.many(ids)
+    return [found.get(actor) or empty(actor) for actor in ids]
+
+
+def _text(value: str | None, limit: int, param: str, *, one_line: bool) -> str | None:
+    """`value` trimmed (None when blank), refused when too long or when it holds control characters."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    if len(value) > limit:
+        raise InvalidRequest(f"'{param}' is longer than {limit} characters.", param=param, code="string_too_long")
+    allowed = value if one_line else value.replace("\n", "").replace("\t", "")
+    if _CONTROL.search(allowed):
+        raise InvalidRequest(f"'{param}' must not contain control characters.", param=param)
+    return value
+
+
+def _avatar(url: str | None) -> str | None:
+    """An http(s) URL, or a small base64 `data:` PNG, JPEG, GIF or WebP whose bytes are that image type."""
+    if url is None or not url.strip():
+        return None
+    url = url.strip()
+    if url.startswith("data:"):
+        match = _DATA_URL.fullmatch(url)
+        if match is None:
+            raise InvalidRequest(
+                "A data: avatar must be a base64 PNG, JPEG, GIF or WebP image (data:image/png;base64,...).",
+                param="avatar_url",
+            )
+        if len(match.group(2)) > (MAX_AVATAR_BYTES * 4) // 3 + 4:
+            raise InvalidRequest(
+                f"A data: avatar must be at most {MAX_AVATAR_BYTES // 1024} KiB; link a larger image by URL.",
+                param="avatar_url",
+                code="string_too_long",
+            )
+        try:
+            image = base64.b64decode(match.group(2), validate=True)
+        except binascii.Error:
+            raise InvalidRequest("The data: avatar is not valid base64.", param="avatar_url") from None
+        if not image.startswith(_IMAGE_MAGIC[match.group(1)]):
+            raise InvalidRequest(f"The data: avatar is not a {match.group(1).upper()} image.", param="avatar_url")
+        return url
+    if len(url) > MAX_AVATAR_URL:
+        raise InvalidRequest(
+            f"'avatar_url' is longer than {MAX_AVATAR_URL} characters.", param="avatar_url", code="string_too_long"
+        )
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or _CONTROL.search(url):
+        raise InvalidRequest("'avatar_url' must be an http(s) URL or a data:image URL.", param="avatar_url")
+    return url

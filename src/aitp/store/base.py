@@ -39,6 +39,7 @@ from aitp.store.records import (
     TooManyActors,
 )
 from aitp.store.transaction import Body, Tx
+from aitp.store.webhooks import WebhookStore
 
 # The records are part of the interface: importers name them through this module.
 __all__ = [
@@ -67,8 +68,8 @@ T = TypeVar("T")
 
 class Store(abc.ABC):
     """Persistence for threads, actors, messages and the event log; API keys, idempotency records,
-    registered capability versions, actor profiles and one-time codes in the small stores `keys`,
-    `idempotency`, `capabilities`, `profiles` and `codes`.
+    registered capability versions, actor profiles, one-time codes and webhook endpoints with their deliveries
+    in the small stores `keys`, `idempotency`, `capabilities`, `profiles`, `codes` and `webhooks`.
 
     The mutations of threads are rules written here, each as one transaction body over `Tx`; a backend
     provides `transaction` (how a body runs atomically), the `Tx` primitives and the reads.
@@ -80,6 +81,7 @@ class Store(abc.ABC):
     capabilities: CapabilityStore
     profiles: ProfileStore
     codes: CodeStore
+    webhooks: WebhookStore
 
     def __init__(self) -> None:
         self._commit_listeners: list[CommitListener] = []

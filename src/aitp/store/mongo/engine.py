@@ -57,6 +57,8 @@ class MongoEngine:
             "idempotency_keys",
             "actor_profiles",
             "one_time_codes",
+            "webhook_endpoints",
+            "webhook_deliveries",
         ):
             if name not in existing:
                 try:
@@ -75,6 +77,12 @@ class MongoEngine:
         # needs no index rebuild); `MongoIdempotency.purge` does the same for servers without a TTL monitor.
         await db.idempotency_keys.create_index([("expires_at", ASCENDING)], expireAfterSeconds=0)
         await db.one_time_codes.create_index([("expires_at", ASCENDING)], expireAfterSeconds=0)
+        await db.webhook_endpoints.create_index([("actor", ASCENDING)])
+        await db.webhook_deliveries.create_index([("endpoint_id", ASCENDING), ("gid", ASCENDING)], unique=True)
+        # a delivery is attempted only when no earlier one of its thread is pending (mongo/webhooks.py, claim)
+        await db.webhook_deliveries.create_index(
+            [("endpoint_id", ASCENDING), ("status", ASCENDING), ("thread_id", ASCENDING), ("gid", ASCENDING)]
+        )
 
     async def exists(self) -> bool:
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(self.url, serverSelectionTimeoutMS=5000)

@@ -29,6 +29,7 @@ from aitp.store.mongo.idempotency import MongoIdempotency
 from aitp.store.mongo.keys import MongoKeys
 from aitp.store.mongo.profiles import MongoProfiles
 from aitp.store.mongo.tx import MongoTx
+from aitp.store.mongo.webhooks import MongoWebhooks
 from aitp.store.transaction import Body
 
 T = TypeVar("T")
@@ -51,6 +52,7 @@ class MongoStore(Store):
         self.capabilities = MongoCapabilities(self.engine)
         self.profiles = MongoProfiles(self.engine)
         self.codes = MongoCodes(self.engine)
+        self.webhooks = MongoWebhooks(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> MongoStore:

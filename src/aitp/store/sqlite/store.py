@@ -23,6 +23,8 @@ from aitp.store.sqlite.schema import (
     thread_record,
 )
 from aitp.store.sqlite.tx import find_message, live_thread, run_body, thread_actors
+from aitp.store.sqlite.webhooks import TABLES as WEBHOOK_TABLES
+from aitp.store.sqlite.webhooks import SQLiteWebhooks
 from aitp.store.transaction import Body
 
 T = TypeVar("T")
@@ -53,6 +55,7 @@ class SQLiteStore(Store):
         self.capabilities = SQLiteCapabilities(self.engine)
         self.profiles = SQLiteProfiles(self.engine)
         self.codes = SQLiteCodes(self.engine)
+        self.webhooks = SQLiteWebhooks(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
@@ -80,7 +83,7 @@ class SQLiteStore(Store):
         return self.engine.path
 
     async def open(self) -> None:
-        await self.engine.open(SCHEMA)
+        await self.engine.open(SCHEMA + WEBHOOK_TABLES)
 
     async def close(self) -> None:
         await self.engine.close()

@@ -1,0 +1,136 @@
+"""Webhook endpoints and deliveries in the `webhook_endpoints` and `webhook_deliveries` collections, `_id`
+the record's id; single-document atomic writes (a lease is taken by one conditional update)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.errors import BulkWriteError
+
+from aitp.store.mongo.engine import MongoEngine
+from aitp.store.webhooks import DeliveryRecord, EndpointRecord, WebhookSecret, WebhookStore
+
+DUPLICATE_KEY = 11000
+_MUTABLE = ("url", "event_types", "enabled", "description", "failing_since", "disabled_reason")
+_OUTCOME = ("status", "next_attempt_at", "last_attempt_at", "last_status", "last_error")
+_DELIVERY_FIELDS = [f.name for f in fields(DeliveryRecord) if f.name != "id"]
+
+
+def _endpoint(doc: dict[str, Any]) -> EndpointRecord:
+    values = {name: doc.get(name) for name in (f.name for f in fields(EndpointRecord)) if name != "id"}
+    values["secrets"] = [WebhookSecret(**s) for s in doc["secrets"]]
+    return EndpointRecord(id=doc["_id"], **values)
+
+
+def _delivery(doc: dict[str, Any]) -> DeliveryRecord:
+    return DeliveryRecord(id=doc["_id"], **{name: doc.get(name) for name in _DELIVERY_FIELDS})
+
+
+def _document(delivery: DeliveryRecord) -> dict[str, Any]:
+    return {"_id": delivery.id, **{name: getattr(delivery, name) for name in _DELIVERY_FIELDS}}
+
+
+class MongoWebhooks(WebhookStore):
+    def __init__(self, engine: MongoEngine) -> None:
+        self._engine = engine
+
+    @property
+    def _endpoints(self) -> Any:
+        return self._engine.db.webhook_endpoints
+
+    @property
+    def _deliveries(self) -> Any:
+        return self._engine.db.webhook_deliveries
+
+    async def create(self, endpoint: EndpointRecord) -> None:
+        document = asdict(endpoint)
+        await self._endpoints.insert_one({"_id": document.pop("id"), **document})
+
+    async def get(self, endpoint_id: str) -> EndpointRecord | None:
+        doc = await self._endpoints.find_one({"_id": endpoint_id})
+        return None if doc is None else _endpoint(doc)
+
+    async def of_actor(self, actor: str | None) -> list[EndpointRecord]:
+        query = {} if actor is None else {"actor": actor}
+        return [_endpoint(d) async for d in self._endpoints.find(query).sort("_id", ASCENDING)]
+
+    async def enabled(self) -> list[EndpointRecord]:
+        return [_endpoint(d) async for d in self._endpoints.find({"enabled": True})]
+
+    async def update(self, endpoint: EndpointRecord) -> bool:
+        changes: dict[str, Any] = {name: getattr(endpoint, name) for name in _MUTABLE}
+        changes["secrets"] = [asdict(s) for s in endpoint.secrets]
+        return (await self._endpoints.update_one({"_id": endpoint.id}, {"$set": changes})).matched_count > 0
+
+    async def delete(self, endpoint_id: str) -> bool:
+        deleted = (await self._endpoints.delete_one({"_id": endpoint_id})).deleted_count > 0
+        await self._deliveries.delete_many({"endpoint_id": endpoint_id})
+        return deleted
+
+    async def advance(self, endpoint_id: str, after: int, to: int, deliveries: list[DeliveryRecord]) -> bool:
+        if deliveries:
+            try:
+                await self._deliveries.insert_many([_document(d) for d in deliveries], ordered=False)
+            except BulkWriteError as error:  # those derived before (by another instance) stay as they are
+                if any(e.get("code") != DUPLICATE_KEY for e in error.details.get("writeErrors", [])):
+                    raise
+        moved = await self._endpoints.update_one({"_id": endpoint_id, "cursor": after}, {"$set": {"cursor": to}})
+        return moved.modified_count > 0
+
+    async def _heads(self, endpoint_id: str) -> list[dict[str, Any]]:
+        """The oldest pending delivery of each thread of the endpoint (only it may be attempted), by gid."""
+        heads: dict[str, dict[str, Any]] = {}
+        pending = self._deliveries.find(
+            {"endpoint_id": endpoint_id, "status": "pending"},
+            {"thread_id": 1, "gid": 1, "next_attempt_at": 1, "lease_until": 1},
+        ).sort("gid", ASCENDING)
+        async for doc in pending:
+            heads.setdefault(doc["thread_id"], doc)
+        return list(heads.values())
+
+    async def claim(
+        self, endpoint_id: str, owner: str, now: float, lease_until: float, limit: int
+    ) -> list[DeliveryRecord]:
+        heads = await self._heads(endpoint_id)
+        due = [d for d in heads if d["next_attempt_at"] <= now and d["lease_until"] <= now][:limit]
+        claimed = []
+        for head in due:
+            # taken only if still pending and unleased: of two claimers, one matches
+            doc = await self._deliveries.find_one_and_update(
+                {"_id": head["_id"], "status": "pending", "lease_until": {"$lte": now}},
+                {"$set": {"lease_owner": owner, "lease_until": lease_until}, "$inc": {"attempts": 1}},
+                return_document=ReturnDocument.AFTER,
+            )
+            if doc is not None:
+                claimed.append(_delivery(doc))
+        return claimed
+
+    async def finish(self, delivery: DeliveryRecord, owner: str) -> bool:
+        held = {"_id": delivery.id, "lease_owner": owner, "attempts": delivery.attempts}
+        outcome: dict[str, Any] = {name: getattr(delivery, name) for name in _OUTCOME}
+        done = await self._deliveries.update_one(held, {"$set": {**outcome, "lease_owner": None, "lease_until": 0.0}})
+        return done.matched_count > 0
+
+    async def next_due(self, endpoint_id: str) -> float | None:
+        heads = await self._heads(endpoint_id)
+        return min((max(d["next_attempt_at"], d["lease_until"]) for d in heads), default=None)
+
+    async def deliveries(self, endpoint_id: str, *, limit: int, before: int | None = None) -> list[DeliveryRecord]:
+        query: dict[str, Any] = {"endpoint_id": endpoint_id}
+        if before is not None:
+            query["gid"] = {"$lt": before}
+        return [_delivery(d) async for d in self._deliveries.find(query).sort("gid", DESCENDING).limit(limit)]
+
+    async def get_delivery(self, delivery_id: str) -> DeliveryRecord | None:
+        doc = await self._deliveries.find_one({"_id": delivery_id})
+        return None if doc is None else _delivery(doc)
+
+    async def redeliver(self, delivery_id: str, now: float) -> DeliveryRecord | None:
+        doc = await self._deliveries.find_one_and_update(
+            {"_id": delivery_id},
+            {"$set": {"status": "pending", "next_attempt_at": now}},
+            return_document=ReturnDocument.AFTER,
+        )
+        return None if doc is None else _delivery(doc)

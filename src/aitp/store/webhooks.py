@@ -1,0 +1,128 @@
+"""Webhook endpoints and their deliveries as stored, and the small store that keeps them (one implementation
+per backend).
+
+A delivery is one inbox event on its way to one endpoint. Deliveries are derived from the event log by each
+endpoint's cursor (`advance`): nothing is queued beside the log at write time, and deriving the same events
+twice (two instances, or a crash between the insert and the cursor's move) inserts nothing twice, since a
+delivery's id is its (endpoint, event) pair. Each attempt is made by whoever holds the delivery's lease
+(`claim`), and only its holder records the outcome (`finish`).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Literal
+
+DeliveryStatus = Literal["pending", "succeeded", "failed"]
+
+
+@dataclass
+class WebhookSecret:
+    """A signing secret (`whsec_` + base64, the Standard Webhooks form). The current one has no expiry; a
+    rotated-out one signs too until `expires_at` (Unix seconds), so receivers can switch without a gap."""
+
+    secret: str
+    expires_at: float | None = None
+
+
+@dataclass
+class EndpointRecord:
+    id: str
+    actor: str  # whose inbox it follows
+    url: str
+    event_types: list[str]  # empty: every event of the inbox
+    enabled: bool
+    secrets: list[WebhookSecret]  # the current one first
+    created_at: int
+    # the inbox position up to which events were turned into deliveries (moved by `advance` only)
+    cursor: int = 0
+    description: str | None = None
+    failing_since: float | None = None  # first failure of the current run of failures; None after a success
+    disabled_reason: str | None = None  # why the service disabled it (410, days of failures); None otherwise
+
+
+@dataclass
+class DeliveryRecord:
+    id: str  # the `webhook-id` of every attempt: receivers deduplicate by it
+    endpoint_id: str
+    thread_id: str
+    gid: int  # the event's position in the log (its `cursor` in the body)
+    type: str
+    body: str  # the JSON text sent, rendered once when the delivery was derived
+    created_at: float
+    status: DeliveryStatus = "pending"
+    attempts: int = 0  # attempts claimed so far (the one under way included)
+    next_attempt_at: float = 0.0
+    last_attempt_at: float | None = None
+    last_status: int | None = None  # the last HTTP status answered; None if no answer (timeout, refused)
+    last_error: str | None = None
+    lease_owner: str | None = None
+    lease_until: float = 0.0
+
+
+def delivery_id(endpoint_id: str, gid: int) -> str:
+    """The delivery of event `gid` to an endpoint: the same id whoever derives it, sorting by gid."""
+    return f"whd_{endpoint_id.removeprefix('wh_')}_{gid:012d}"
+
+
+class WebhookStore(abc.ABC):
+    # endpoints
+
+    @abc.abstractmethod
+    async def create(self, endpoint: EndpointRecord) -> None: ...
+
+    @abc.abstractmethod
+    async def get(self, endpoint_id: str) -> EndpointRecord | None: ...
+
+    @abc.abstractmethod
+    async def of_actor(self, actor: str | None) -> list[EndpointRecord]:
+        """The endpoints of `actor` (None: of everyone), by id."""
+
+    @abc.abstractmethod
+    async def enabled(self) -> list[EndpointRecord]:
+        """Every enabled endpoint: what the delivery engine works on."""
+
+    @abc.abstractmethod
+    async def update(self, endpoint: EndpointRecord) -> bool:
+        """Replace what a caller or the engine may change (url, event types, enabled, secrets, description,
+        failing_since, disabled_reason), never the cursor; False if the endpoint is gone."""
+
+    @abc.abstractmethod
+    async def delete(self, endpoint_id: str) -> bool:
+        """Delete an endpoint and its deliveries."""
+
+    # deliveries
+
+    @abc.abstractmethod
+    async def advance(self, endpoint_id: str, after: int, to: int, deliveries: list[DeliveryRecord]) -> bool:
+        """Insert `deliveries` (those already there are kept as they are) and move the endpoint's cursor from
+        `after` to `to`; False (the deliveries still inserted) when its cursor was not `after` any more."""
+
+    @abc.abstractmethod
+    async def claim(
+        self, endpoint_id: str, owner: str, now: float, lease_until: float, limit: int
+    ) -> list[DeliveryRecord]:
+        """Lease at most `limit` deliveries of the endpoint that are due at `now` and unleased (or whose lease
+        ran out), each the oldest pending one of its thread, to `owner` until `lease_until`, counting the
+        attempt. Atomic: two claims never both get one delivery."""
+
+    @abc.abstractmethod
+    async def finish(self, delivery: DeliveryRecord, owner: str) -> bool:
+        """Record the outcome of the attempt `owner` claimed (status, next attempt, last_*) and end its lease;
+        False, writing nothing, if that lease was lost (another holder took it after it ran out)."""
+
+    @abc.abstractmethod
+    async def next_due(self, endpoint_id: str) -> float | None:
+        """When the endpoint's next pending delivery may be claimed (retry time or lease end); None if none."""
+
+    @abc.abstractmethod
+    async def deliveries(self, endpoint_id: str, *, limit: int, before: int | None = None) -> list[DeliveryRecord]:
+        """The endpoint's deliveries, newest (highest gid) first, with gid < `before` when given."""
+
+    @abc.abstractmethod
+    async def get_delivery(self, delivery_id: str) -> DeliveryRecord | None: ...
+
+    @abc.abstractmethod
+    async def redeliver(self, delivery_id: str, now: float) -> DeliveryRecord | None:
+        """Make a delivery pending again, due at `now` (its attempts counted on); None if there is none."""

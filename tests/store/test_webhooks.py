@@ -1,0 +1,141 @@
+"""The Store contract for webhook endpoints and deliveries, on every backend (through the `store` fixture).
+
+Deliveries are derived from the log by an endpoint's cursor, so deriving twice inserts nothing twice; an
+attempt is made by whoever leases the delivery, each the oldest pending delivery of its thread; only the
+holder of a lease records its outcome, and a lease that ran out (its instance crashed) is taken over. Time is
+passed in, so expiry is tested by claiming "later", not by waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from aitp.store import Store
+from aitp.store.webhooks import DeliveryRecord, EndpointRecord, WebhookSecret, delivery_id
+
+NOW = 1_000_000.0
+LEASE = 30.0
+
+
+def endpoint(endpoint_id: str = "wh_1", actor: str = "shop.near", cursor: int = 0) -> EndpointRecord:
+    return EndpointRecord(
+        id=endpoint_id,
+        actor=actor,
+        url="https://hooks.example.com/aitp",
+        event_types=[],
+        enabled=True,
+        secrets=[WebhookSecret("whsec_c2VjcmV0")],
+        created_at=1,
+        cursor=cursor,
+    )
+
+
+def delivery(gid: int, thread_id: str = "thread_a", endpoint_id: str = "wh_1") -> DeliveryRecord:
+    return DeliveryRecord(
+        id=delivery_id(endpoint_id, gid),
+        endpoint_id=endpoint_id,
+        thread_id=thread_id,
+        gid=gid,
+        type="thread.message.created",
+        body=f'{{"cursor": {gid}}}',
+        created_at=NOW,
+        next_attempt_at=NOW,
+    )
+
+
+async def test_an_endpoint_is_read_back_as_written_and_updated_without_its_cursor(store: Store) -> None:
+    await store.webhooks.create(endpoint(cursor=7))
+    await store.webhooks.create(endpoint("wh_2", actor="other.near"))
+    assert await store.webhooks.get("wh_1") == endpoint(cursor=7)
+    assert [e.id for e in await store.webhooks.of_actor("shop.near")] == ["wh_1"]
+    assert [e.id for e in await store.webhooks.of_actor(None)] == ["wh_1", "wh_2"]
+
+    changed = replace(
+        endpoint(cursor=99),
+        url="https://other.example.com/",
+        enabled=False,
+        event_types=["thread.created"],
+        secrets=[WebhookSecret("whsec_bmV3"), WebhookSecret("whsec_c2VjcmV0", expires_at=NOW)],
+        failing_since=NOW,
+        disabled_reason="410",
+    )
+    assert await store.webhooks.update(changed)
+    assert await store.webhooks.get("wh_1") == replace(changed, cursor=7)  # the cursor is the engine's
+    assert [e.id for e in await store.webhooks.enabled()] == ["wh_2"]
+    assert not await store.webhooks.update(endpoint("wh_gone"))
+
+
+async def test_deriving_deliveries_twice_inserts_them_once_and_moves_the_cursor_once(store: Store) -> None:
+    await store.webhooks.create(endpoint())
+    assert await store.webhooks.advance("wh_1", 0, 5, [delivery(3), delivery(5)])
+    # a second instance that read from the same cursor: nothing doubled, and its cursor move refused
+    assert not await store.webhooks.advance("wh_1", 0, 5, [delivery(3), delivery(5)])
+    assert (await store.webhooks.get("wh_1")).cursor == 5  # type: ignore[union-attr]
+    assert [d.gid for d in await store.webhooks.deliveries("wh_1", limit=10)] == [5, 3]
+    assert [d.gid for d in await store.webhooks.deliveries("wh_1", limit=10, before=5)] == [3]
+    assert await store.webhooks.get_delivery(delivery_id("wh_1", 3)) == delivery(3)
+
+
+async def test_a_claim_takes_the_oldest_pending_delivery_of_each_thread_only(store: Store) -> None:
+    await store.webhooks.create(endpoint())
+    await store.webhooks.advance("wh_1", 0, 4, [delivery(1, "a"), delivery(2, "a"), delivery(3, "b"), delivery(4, "b")])
+    claimed = await store.webhooks.claim("wh_1", "one", NOW, NOW + LEASE, limit=10)
+    assert [(d.gid, d.attempts, d.lease_owner) for d in claimed] == [(1, 1, "one"), (3, 1, "one")]
+    # while they are out, nothing else of those threads goes
+    assert await store.webhooks.claim("wh_1", "two", NOW, NOW + LEASE, limit=10) == []
+
+    first, third = claimed
+    assert await store.webhooks.finish(replace(first, status="succeeded", last_status=200, last_attempt_at=NOW), "one")
+    retry = replace(third, last_status=500, last_attempt_at=NOW, next_attempt_at=NOW + 60)
+    assert await store.webhooks.finish(retry, "one")
+    # thread a moves on; thread b waits for its head's retry, in order
+    assert [d.gid for d in await store.webhooks.claim("wh_1", "two", NOW, NOW + LEASE, limit=10)] == [2]
+    assert await store.webhooks.next_due("wh_1") == NOW + LEASE  # gid 2's lease ends before gid 3's retry
+    # then gid 2's lease runs out (its holder never finished) and gid 3 is due again
+    later = await store.webhooks.claim("wh_1", "three", NOW + 61, NOW + 61 + LEASE, limit=10)
+    assert [(d.gid, d.attempts) for d in later] == [(2, 2), (3, 2)]
+
+
+async def test_a_lease_that_ran_out_is_taken_over_and_its_old_holder_records_nothing(store: Store) -> None:
+    await store.webhooks.create(endpoint())
+    await store.webhooks.advance("wh_1", 0, 1, [delivery(1)])
+    [crashed] = await store.webhooks.claim("wh_1", "crashed", NOW, NOW + LEASE, limit=1)
+    assert await store.webhooks.claim("wh_1", "other", NOW + LEASE - 1, NOW + 2 * LEASE, limit=1) == []
+    [taken] = await store.webhooks.claim("wh_1", "other", NOW + LEASE, NOW + 2 * LEASE, limit=1)
+    assert (taken.id, taken.attempts) == (crashed.id, 2)
+    assert not await store.webhooks.finish(replace(crashed, status="succeeded"), "crashed")
+    assert await store.webhooks.finish(replace(taken, status="succeeded"), "other")
+    assert (await store.webhooks.get_delivery(crashed.id)).status == "succeeded"  # type: ignore[union-attr]
+    assert await store.webhooks.next_due("wh_1") is None
+
+
+async def test_concurrent_claims_never_lease_one_delivery_twice(store: Store) -> None:
+    await store.webhooks.create(endpoint())
+    await store.webhooks.advance("wh_1", 0, 40, [delivery(gid, f"t{gid}") for gid in range(1, 41)])
+    claims = await asyncio.gather(
+        *(store.webhooks.claim("wh_1", f"owner{n}", NOW, NOW + LEASE, limit=40) for n in range(8))
+    )
+    ids = [d.id for claim in claims for d in claim]
+    assert sorted(ids) == sorted(delivery_id("wh_1", gid) for gid in range(1, 41))
+
+
+async def test_redelivering_makes_a_finished_delivery_pending_and_due_again(store: Store) -> None:
+    await store.webhooks.create(endpoint())
+    await store.webhooks.advance("wh_1", 0, 1, [delivery(1)])
+    [out] = await store.webhooks.claim("wh_1", "one", NOW, NOW + LEASE, limit=1)
+    await store.webhooks.finish(replace(out, status="failed", last_status=410), "one")
+    assert await store.webhooks.claim("wh_1", "one", NOW + 5, NOW + LEASE, limit=1) == []
+    again = await store.webhooks.redeliver(out.id, NOW + 5)
+    assert again is not None and (again.status, again.next_attempt_at, again.attempts) == ("pending", NOW + 5, 1)
+    assert [d.attempts for d in await store.webhooks.claim("wh_1", "one", NOW + 5, NOW + LEASE, limit=1)] == [2]
+    assert await store.webhooks.redeliver("whd_missing", NOW) is None
+
+
+async def test_deleting_an_endpoint_deletes_its_deliveries(store: Store) -> None:
+    await store.webhooks.create(endpoint())
+    await store.webhooks.advance("wh_1", 0, 1, [delivery(1)])
+    assert await store.webhooks.delete("wh_1")
+    assert await store.webhooks.get("wh_1") is None
+    assert await store.webhooks.get_delivery(delivery_id("wh_1", 1)) is None
+    assert not await store.webhooks.delete("wh_1")

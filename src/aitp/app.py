@@ -7,17 +7,19 @@ import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from aitp import __version__
-from aitp.bindings.openai_threads import errors, openapi
+from aitp.bindings.openai_threads import errors, openapi, render
 from aitp.bindings.openai_threads.routes import NoKeyNeeded, api_routes
 from aitp.bindings.openai_threads.web import WebMount
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.config import Settings
 from aitp.context import ContextMiddleware
+from aitp.deliveries.webhooks import WebhookDeliveries
 from aitp.events.hub import Hub
 from aitp.gate import Gate
 from aitp.runtime import Runtime
@@ -40,6 +42,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         settings=settings,
         hub=Hub(store, poll_interval=settings.poll_interval),
     )
+    # webhook bodies are inbox events exactly as this binding's inbox stream sends them
+    deliveries = WebhookDeliveries(runtime, render.inbox_frame)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -47,6 +51,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
             await runtime.store.open()
         await registration.sync_registry(runtime)
         await runtime.hub.start()
+        await deliveries.start()
         followers = [
             # streams of keys revoked by other processes end within PRINCIPAL_TTL
             asyncio.create_task(
@@ -63,6 +68,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await deliveries.stop()
             await runtime.hub.stop()
             if owns_store:
                 await runtime.store.close()
@@ -76,13 +82,14 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         routes=api_routes(),
     )
     app.state.runtime = runtime  # for tests and tools; requests find it in their scope (aitp.context)
+    app.state.deliveries = deliveries
     errors.install(app)
     openapi.install(app)
     app.add_middleware(ContextMiddleware, runtime=runtime, public=NoKeyNeeded(app.routes), refuse=errors.refusal)
 
-    @app.get("/health", tags=["health"], summary="Liveness (no key needed)")
-    async def health() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
+    @app.get("/health", tags=["health"], summary="Liveness and counters (no key needed)")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "version": __version__, "webhooks": deliveries.health()}
 
     # the chat UI: plain ES modules and CSS, no build step; mounted last so API routes win
     web = Path(settings.web_dir) if settings.web_dir else shipped_directory("web")

@@ -52,6 +52,17 @@ class Settings:
     fetch_allow: tuple[str, ...] = ()
     fetch_max_bytes: int = 256 << 10
     fetch_timeout: float = 5.0
+    # webhooks (aitp.services.webhooks, aitp.deliveries): where they may go, how long an attempt and its retries
+    # take, when a failing endpoint is disabled, how long a rotated-out secret still signs, and how long an
+    # instance holds an attempt (a crashed instance's attempts are taken over after it; at least timeout + 5 s)
+    webhook_allow: tuple[str, ...] = ()  # URL prefixes admitted even on private or loopback addresses
+    webhook_deny: tuple[str, ...] = ()  # URL prefixes refused wherever they point
+    webhook_timeout: float = 10.0
+    webhook_retry_hours: float = 24.0
+    webhook_retry_base: float = 5.0  # seconds before the first retry, then doubling (up to an hour), jittered
+    webhook_disable_days: float = 5.0
+    webhook_secret_grace_hours: float = 24.0
+    webhook_lease_seconds: float = 60.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -90,14 +101,29 @@ class Settings:
             rate_burst=int(env.get("AITP_RATE_BURST") or cls.rate_burst),
             max_streams_per_key=int(env.get("AITP_MAX_STREAMS_PER_KEY") or cls.max_streams_per_key),
             idempotency_ttl_hours=_idempotency_ttl(env.get("AITP_IDEMPOTENCY_TTL_HOURS") or cls.idempotency_ttl_hours),
-            fetch_allow=tuple(p.strip() for p in (env.get("AITP_FETCH_ALLOW") or "").split(",") if p.strip()),
+            fetch_allow=_prefixes(env.get("AITP_FETCH_ALLOW")),
             fetch_max_bytes=int(env.get("AITP_FETCH_MAX_BYTES") or cls.fetch_max_bytes),
             fetch_timeout=float(env.get("AITP_FETCH_TIMEOUT") or cls.fetch_timeout),
+            webhook_allow=_prefixes(env.get("AITP_WEBHOOK_ALLOW")),
+            webhook_deny=_prefixes(env.get("AITP_WEBHOOK_DENY")),
+            webhook_timeout=float(env.get("AITP_WEBHOOK_TIMEOUT") or cls.webhook_timeout),
+            webhook_retry_hours=float(env.get("AITP_WEBHOOK_RETRY_HOURS") or cls.webhook_retry_hours),
+            webhook_retry_base=float(env.get("AITP_WEBHOOK_RETRY_BASE") or cls.webhook_retry_base),
+            webhook_disable_days=float(env.get("AITP_WEBHOOK_DISABLE_DAYS") or cls.webhook_disable_days),
+            webhook_secret_grace_hours=float(
+                env.get("AITP_WEBHOOK_SECRET_GRACE_HOURS") or cls.webhook_secret_grace_hours
+            ),
+            webhook_lease_seconds=float(env.get("AITP_WEBHOOK_LEASE_SECONDS") or cls.webhook_lease_seconds),
         )
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given fields replaced, ignoring those left as None."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _prefixes(value: str | None) -> tuple[str, ...]:
+    """A comma-separated list of URL prefixes."""
+    return tuple(p.strip() for p in (value or "").split(",") if p.strip())
 
 
 def _unknown_policy(value: str) -> Literal["reject", "accept"]:

@@ -66,6 +66,16 @@ async def test_an_endpoint_is_read_back_as_written_and_updated_without_its_curso
     assert not await store.webhooks.update(endpoint("wh_gone"))
 
 
+async def test_the_engine_records_failures_and_disables_without_touching_the_rest(store: Store) -> None:
+    await store.webhooks.create(endpoint())
+    await store.webhooks.set_health("wh_1", NOW, None)
+    assert await store.webhooks.get("wh_1") == replace(endpoint(), failing_since=NOW)
+    await store.webhooks.set_health("wh_1", NOW, "410 Gone")
+    assert await store.webhooks.get("wh_1") == replace(
+        endpoint(), failing_since=NOW, enabled=False, disabled_reason="410 Gone"
+    )
+
+
 async def test_deriving_deliveries_twice_inserts_them_once_and_moves_the_cursor_once(store: Store) -> None:
     await store.webhooks.create(endpoint())
     assert await store.webhooks.advance("wh_1", 0, 5, [delivery(3), delivery(5)])

@@ -89,6 +89,11 @@ class WebhookStore(abc.ABC):
         failing_since, disabled_reason), never the cursor; False if the endpoint is gone."""
 
     @abc.abstractmethod
+    async def set_health(self, endpoint_id: str, failing_since: float | None, disabled_reason: str | None) -> None:
+        """What the engine learnt of an endpoint: set `failing_since`, and with a `disabled_reason` disable it
+        (nothing else touched, so a caller's concurrent change stays)."""
+
+    @abc.abstractmethod
     async def delete(self, endpoint_id: str) -> bool:
         """Delete an endpoint and its deliveries."""
 

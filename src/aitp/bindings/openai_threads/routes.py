@@ -21,6 +21,7 @@ from aitp.bindings.openai_threads import (
     messages,
     profiles,
     threads,
+    webhooks,
 )
 from aitp.bindings.openai_threads.deps import needs_key
 
@@ -28,7 +29,7 @@ PREFIX = "/v1/"  # every route of the API is under it; outside it: the web UI, /
 
 
 def api_routes() -> list[BaseRoute]:
-    modules = (messages, threads, actors, profiles, capabilities, events, keys, fetch, codes)
+    modules = (messages, threads, actors, profiles, capabilities, events, keys, fetch, codes, webhooks)
     return [route for module in modules for route in module.router.routes]
 
 

@@ -64,6 +64,12 @@ class MongoWebhooks(WebhookStore):
         changes["secrets"] = [asdict(s) for s in endpoint.secrets]
         return (await self._endpoints.update_one({"_id": endpoint.id}, {"$set": changes})).matched_count > 0
 
+    async def set_health(self, endpoint_id: str, failing_since: float | None, disabled_reason: str | None) -> None:
+        changes: dict[str, Any] = {"failing_since": failing_since}
+        if disabled_reason is not None:
+            changes |= {"enabled": False, "disabled_reason": disabled_reason}
+        await self._endpoints.update_one({"_id": endpoint_id}, {"$set": changes})
+
     async def delete(self, endpoint_id: str) -> bool:
         deleted = (await self._endpoints.delete_one({"_id": endpoint_id})).deleted_count > 0
         await self._deliveries.delete_many({"endpoint_id": endpoint_id})

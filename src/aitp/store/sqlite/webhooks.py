@@ -123,6 +123,14 @@ class SQLiteWebhooks(WebhookStore):
         )
         return await self._engine.write(lambda conn: conn.execute(update, values).rowcount > 0)
 
+    async def set_health(self, endpoint_id: str, failing_since: float | None, disabled_reason: str | None) -> None:
+        if disabled_reason is None:
+            update, values = "UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?", (failing_since, endpoint_id)
+        else:
+            update = "UPDATE webhook_endpoints SET failing_since = ?, enabled = 0, disabled_reason = ? WHERE id = ?"
+            values = (failing_since, disabled_reason, endpoint_id)
+        await self._engine.write(lambda conn: conn.execute(update, values))
+
     async def delete(self, endpoint_id: str) -> bool:
         def op(conn: sqlite3.Connection) -> bool:
             conn.execute("DELETE FROM webhook_deliveries WHERE endpoint_id = ?", (endpoint_id,))

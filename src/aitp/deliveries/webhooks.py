@@ -1,0 +1,244 @@
+"""The webhook delivery engine of one service instance.
+
+- Deriving: each enabled endpoint's actor inbox is read from the endpoint's cursor (`services.inbox`) when
+  the hub says something was written (by this process or, through its tailer, any other), and the events
+  of the types it takes become deliveries (`WebhookStore.advance`). Deliveries are made from the log: none
+  is queued at write time, and two instances deriving the same events insert them once.
+- Delivering: one worker per endpoint leases due deliveries, each the oldest pending one of its thread (so a
+  thread's events reach the endpoint in order), at most `IN_FLIGHT` at a time, and records each outcome.
+  Workers never wait for each other: one slow endpoint delays no other. A lease outlives an attempt (the
+  timeout), so no two instances make one attempt; an instance that dies leaves leases that run out, and
+  whichever instance claims next makes the attempt again (at least once).
+- Outcomes: 2xx ends a delivery; 410 fails it and disables the endpoint; anything else (other statuses,
+  timeouts, refused connections) is retried with backoff and jitter, honouring Retry-After, until
+  `webhook_retry_hours` after the event; an endpoint failing for `webhook_disable_days` is disabled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import httpx
+
+from aitp.deliveries.attempt import Answer, backoff, http_client, send
+from aitp.events.stream import Render
+from aitp.ids import new_id
+from aitp.runtime import Runtime
+from aitp.services import inbox, webhooks
+from aitp.store.base import EventRecord
+from aitp.store.webhooks import DeliveryRecord, EndpointRecord, delivery_id
+
+log = logging.getLogger(__name__)
+
+IN_FLIGHT = 8  # attempts under way per endpoint and instance
+BATCH = 500  # inbox events read per endpoint and store read
+POLL = 1.0  # seconds between looks at the store for what other instances changed (endpoints, redeliveries)
+
+
+@dataclass
+class _Worker:
+    task: asyncio.Task[None]
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class WebhookDeliveries:
+    """Started and stopped with the app; `render` is the face's rendering of an inbox event (the body sent)."""
+
+    def __init__(self, rt: Runtime, render: Render) -> None:
+        self.rt = rt
+        self.render = render
+        self.owner = new_id("inst")  # this instance, as the holder of its leases
+        self.counters: Counter[str] = Counter()
+        self._workers: dict[str, _Worker] = {}
+        self._pump: asyncio.Task[None] | None = None
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def lease(self) -> float:
+        """How long an attempt is held: longer than it can take, so a holder always finishes within it."""
+        settings = self.rt.settings
+        return max(settings.webhook_lease_seconds, settings.webhook_timeout + 5.0)
+
+    def health(self) -> dict[str, int]:
+        """Counters since start: attempts, succeeded, retrying (failed attempts to be made again), failed (given
+        up), endpoints_disabled, lost_leases; and the endpoints followed now."""
+        return {**self.counters, "endpoints": len(self._workers)}
+
+    async def start(self) -> None:
+        if self._pump is None:
+            self._client = http_client()
+            self._pump = asyncio.create_task(self._follow(), name="aitp-webhook-deliveries")
+
+    async def stop(self) -> None:
+        tasks = [w.task for w in self._workers.values()] + ([self._pump] if self._pump else [])
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._workers.clear()
+        self._pump = None
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # ------------------------------------------------------------------ deriving
+
+    async def _follow(self) -> None:
+        hub, changed = self.rt.hub, self.rt.state(webhooks.changes)
+        while True:
+            written, touched = hub.any_event.waiter(), changed.waiter()  # taken before reading: nothing missed
+            try:
+                await self._derive_all()
+            except Exception:  # a store hiccup must not end deliveries for good
+                log.exception("webhooks: deriving deliveries failed; retrying in 1s")
+                await asyncio.sleep(1.0)
+                continue
+            waits = [asyncio.ensure_future(written.wait()), asyncio.ensure_future(touched.wait())]
+            try:
+                await asyncio.wait(waits, timeout=POLL, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiting in waits:
+                    waiting.cancel()
+
+    async def _derive_all(self) -> None:
+        endpoints = await self.rt.store.webhooks.enabled()
+        for endpoint in endpoints:
+            if await self._derive(endpoint) or endpoint.id not in self._workers:
+                self._wake(endpoint.id)
+        followed = {e.id for e in endpoints}
+        for gone in [eid for eid in self._workers if eid not in followed]:
+            self._workers.pop(gone).task.cancel()  # disabled or deleted: its attempt under way ends too
+
+    async def _derive(self, endpoint: EndpointRecord) -> bool:
+        """Turn the endpoint's new inbox events into deliveries; whether there were any."""
+        store, cursor, found = self.rt.store, endpoint.cursor, False
+        while True:
+            events = await inbox.read(store, endpoint.actor, cursor, BATCH)
+            if not events:
+                return found
+            made = [self._delivery(endpoint, e) for e in events if _wanted(endpoint, e)]
+            to = inbox.cursor_of(events[-1])
+            if not await store.webhooks.advance(endpoint.id, cursor, to, made):
+                return True  # another instance moved the cursor first (what it derived is the same)
+            found, cursor = found or bool(made), to
+
+    def _delivery(self, endpoint: EndpointRecord, event: EventRecord) -> DeliveryRecord:
+        at = time.time()
+        return DeliveryRecord(
+            id=delivery_id(endpoint.id, event.gid),
+            endpoint_id=endpoint.id,
+            thread_id=event.thread_id,
+            gid=event.gid,
+            type=event.type,
+            body=self.render(event).json,
+            created_at=at,
+            next_attempt_at=at,
+        )
+
+    # ---------------------------------------------------------------- delivering
+
+    def _wake(self, endpoint_id: str) -> None:
+        worker = self._workers.get(endpoint_id)
+        if worker is None:
+            task = asyncio.create_task(self._work(endpoint_id), name=f"aitp-webhook-{endpoint_id}")
+            worker = self._workers[endpoint_id] = _Worker(task)
+        worker.wake.set()
+
+    async def _work(self, endpoint_id: str) -> None:
+        in_flight: set[asyncio.Task[None]] = set()
+        try:
+            await self._work_on(endpoint_id, in_flight)
+        finally:  # stopped, or the endpoint disabled or deleted: an attempt cut short is made again later
+            for task in in_flight:
+                task.cancel()
+
+    async def _work_on(self, endpoint_id: str, in_flight: set[asyncio.Task[None]]) -> None:
+        store = self.rt.store.webhooks
+        while True:
+            worker = self._workers[endpoint_id]
+            worker.wake.clear()
+            try:
+                at = time.time()
+                free = IN_FLIGHT - len(in_flight)
+                claimed = await store.claim(endpoint_id, self.owner, at, at + self.lease, free) if free else []
+                if claimed:
+                    endpoint = await store.get(endpoint_id)
+                    if endpoint is None:
+                        return  # deleted: its deliveries went with it
+                    for delivery in claimed:
+                        in_flight.add(asyncio.create_task(self._attempt(endpoint, delivery)))
+                    continue
+                due = await store.next_due(endpoint_id) if free else None
+            except Exception:
+                log.exception("webhooks: claiming deliveries of %s failed; retrying in 1s", endpoint_id)
+                due = time.time() + 1.0
+            pause = POLL if due is None else min(max(due - time.time(), 0.0), POLL)
+            woken = asyncio.ensure_future(worker.wake.wait())
+            done, _ = await asyncio.wait({*in_flight, woken}, timeout=pause, return_when=asyncio.FIRST_COMPLETED)
+            woken.cancel()
+            in_flight -= done
+
+    async def _attempt(self, endpoint: EndpointRecord, delivery: DeliveryRecord) -> None:
+        settings = self.rt.settings
+        assert self._client is not None
+        answer = await send(self._client, endpoint, delivery, settings)
+        at = time.time()
+        self.counters["attempts"] += 1
+        delivery.last_attempt_at, delivery.last_status, delivery.last_error = at, answer.status, answer.error
+        disable = None
+        if answer.succeeded:
+            delivery.status = "succeeded"
+        elif answer.status == 410:
+            delivery.status = "failed"
+            disable = "the endpoint answered 410 Gone"
+        else:
+            deadline = delivery.created_at + settings.webhook_retry_hours * 3600
+            if at >= deadline:
+                delivery.status = "failed"
+            else:
+                wait = backoff(delivery.attempts, settings.webhook_retry_base, answer.retry_after)
+                delivery.next_attempt_at = min(at + wait, deadline)
+        try:
+            recorded = await self.rt.store.webhooks.finish(delivery, self.owner)
+            await self._note_health(endpoint, answer, at, disable)
+        except Exception:  # the lease runs out and the attempt is made again: at least once
+            log.exception("webhooks: recording the attempt of %s failed", delivery.id)
+            return
+        if not recorded:
+            self.counters["lost_leases"] += 1
+            return
+        self.counters[delivery.status if delivery.status != "pending" else "retrying"] += 1
+
+    async def _note_health(self, endpoint: EndpointRecord, answer: Answer, at: float, disable: str | None) -> None:
+        """Keep the endpoint's run of failures; disable it on 410 or after `webhook_disable_days` of them."""
+        store = self.rt.store.webhooks
+        if answer.succeeded:
+            if endpoint.failing_since is not None:
+                endpoint.failing_since = None
+                await store.set_health(endpoint.id, None, None)
+            return
+        since = endpoint.failing_since if endpoint.failing_since is not None else at
+        days = self.rt.settings.webhook_disable_days
+        if disable is None and at - since >= days * 86_400:
+            disable = f"every attempt failed for {days:g} days"
+        if disable is not None:
+            log.warning("webhooks: endpoint %s of %s disabled: %s", endpoint.id, endpoint.actor, disable)
+            self.counters["endpoints_disabled"] += 1
+            await store.set_health(endpoint.id, since, disable)
+            self._wake_pump()
+        elif endpoint.failing_since is None:
+            endpoint.failing_since = since
+            await store.set_health(endpoint.id, since, None)
+
+    def _wake_pump(self) -> None:
+        self.rt.state(webhooks.changes).fire()
+
+
+def _wanted(endpoint: EndpointRecord, event: EventRecord) -> bool:
+    return not endpoint.event_types or event.type in endpoint.event_types

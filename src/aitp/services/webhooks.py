@@ -1,0 +1,207 @@
+"""Webhook endpoints: an actor's URLs that get its inbox events pushed to them, signed (the delivery itself is
+`aitp.deliveries`'s). An actor manages its own; an admin key anyone's.
+
+A destination must be an http(s) URL on a public address: private, loopback and link-local ones (the
+operator's network, cloud metadata) are refused unless a prefix of `AITP_WEBHOOK_ALLOW` admits them, and a
+prefix of `AITP_WEBHOOK_DENY` refuses wherever it points. Checked on registration and again before every
+attempt (a name may resolve elsewhere later).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+from dataclasses import dataclass, replace
+
+from aitp.config import Settings
+from aitp.errors import InvalidRequest, NotFound, PermissionDenied
+from aitp.events.hub import Signal
+from aitp.ids import new_id
+from aitp.principals import Principal
+from aitp.runtime import Runtime, now
+from aitp.services import inbox
+from aitp.services.destinations import is_allowed, parse_url, private_address
+from aitp.store.webhooks import DeliveryRecord, EndpointRecord, WebhookSecret
+
+MAX_ENDPOINTS_PER_ACTOR = 16
+SECRET_BYTES = 24
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """A field a PATCH left out."""
+
+
+UNCHANGED = Unchanged()
+
+
+def changes(rt: Runtime) -> Signal:
+    """Fired when endpoints or deliveries change through this process (an endpoint added, re-enabled, a delivery
+    to make again), so the delivery engine looks at once; other processes' changes it finds by polling."""
+    return Signal()
+
+
+async def destination_refusal(url: str, settings: Settings) -> str | None:
+    """Why `url` may not receive webhooks (None: it may). Raises 422 `invalid_url` for a URL that is not one."""
+    parsed = parse_url(url, "delivered to")
+    if is_allowed(parsed, settings.webhook_deny):
+        return f"{parsed} matches a prefix of AITP_WEBHOOK_DENY."
+    if is_allowed(parsed, settings.webhook_allow):
+        return None
+    address = await private_address(parsed)
+    if address is not None:
+        return (
+            f"{parsed.host} is a private, loopback or link-local address ({address}); AITP_WEBHOOK_ALLOW may admit it."
+        )
+    return None
+
+
+async def _check_destination(url: str, settings: Settings) -> None:
+    refusal = await destination_refusal(url, settings)
+    if refusal is not None:
+        raise PermissionDenied(f"Webhooks may not be sent to this URL: {refusal}", param="url", code="url_not_allowed")
+
+
+def new_secret() -> str:
+    """A signing secret in the Standard Webhooks form."""
+    return "whsec_" + base64.b64encode(os.urandom(SECRET_BYTES)).decode()
+
+
+def _owner(principal: Principal, actor: str | None) -> str:
+    if actor is None or actor == principal.actor:
+        if principal.admin and actor is None:
+            raise InvalidRequest("An admin key names the actor whose inbox the webhook follows.", param="actor")
+        return principal.actor
+    if not principal.admin:
+        raise PermissionDenied("A key manages the webhooks of its own actor only.", param="actor")
+    return actor
+
+
+async def create_webhook(
+    rt: Runtime,
+    principal: Principal,
+    url: str,
+    *,
+    event_types: list[str],
+    description: str | None = None,
+    actor: str | None = None,
+    enabled: bool = True,
+) -> EndpointRecord:
+    """Register an endpoint following its actor's inbox from now on; its secret is in the returned record."""
+    owner = _owner(principal, actor)
+    await _check_destination(url, rt.settings)
+    if len(await rt.store.webhooks.of_actor(owner)) >= MAX_ENDPOINTS_PER_ACTOR:
+        raise InvalidRequest(
+            f"An actor may have at most {MAX_ENDPOINTS_PER_ACTOR} webhooks.", param="url", code="too_many_webhooks"
+        )
+    endpoint = EndpointRecord(
+        id=new_id("wh"),
+        actor=owner,
+        url=url,
+        event_types=sorted(set(event_types)),
+        enabled=enabled,
+        secrets=[WebhookSecret(new_secret())],
+        created_at=now(),
+        cursor=await inbox.position(rt.store),
+        description=description,
+    )
+    await rt.store.webhooks.create(endpoint)
+    rt.state(changes).fire()
+    return endpoint
+
+
+async def list_webhooks(rt: Runtime, principal: Principal) -> list[EndpointRecord]:
+    return await rt.store.webhooks.of_actor(None if principal.admin else principal.actor)
+
+
+async def get_webhook(rt: Runtime, principal: Principal, endpoint_id: str) -> EndpointRecord:
+    """The endpoint, if the caller may manage it; 404 otherwise (another actor's endpoints are not shown)."""
+    endpoint = await rt.store.webhooks.get(endpoint_id)
+    if endpoint is None or not (principal.admin or endpoint.actor == principal.actor):
+        raise NotFound(f"No webhook found with id '{endpoint_id}'.", param="webhook_id", code="webhook_not_found")
+    return endpoint
+
+
+async def update_webhook(
+    rt: Runtime,
+    principal: Principal,
+    endpoint_id: str,
+    *,
+    url: str | Unchanged = UNCHANGED,
+    event_types: list[str] | Unchanged = UNCHANGED,
+    enabled: bool | Unchanged = UNCHANGED,
+    description: str | None | Unchanged = UNCHANGED,
+) -> EndpointRecord:
+    """Change what was given. Enabling an endpoint the service disabled clears why, and its failures so far."""
+    endpoint = await get_webhook(rt, principal, endpoint_id)
+    if not isinstance(url, Unchanged):
+        await _check_destination(url, rt.settings)
+        endpoint.url = url
+    if not isinstance(event_types, Unchanged):
+        endpoint.event_types = sorted(set(event_types))
+    if not isinstance(description, Unchanged):
+        endpoint.description = description
+    if not isinstance(enabled, Unchanged):
+        if enabled and not endpoint.enabled:
+            endpoint.failing_since = endpoint.disabled_reason = None
+        endpoint.enabled = enabled
+    if not await rt.store.webhooks.update(endpoint):
+        raise NotFound(f"No webhook found with id '{endpoint_id}'.", param="webhook_id", code="webhook_not_found")
+    rt.state(changes).fire()
+    return endpoint
+
+
+async def rotate_secret(rt: Runtime, principal: Principal, endpoint_id: str) -> EndpointRecord:
+    """A new current secret; the previous one still signs for `webhook_secret_grace_hours` (so a receiver can
+    switch without losing a delivery), older ones that expired are dropped."""
+    endpoint = await get_webhook(rt, principal, endpoint_id)
+    at = time.time()
+    until = at + rt.settings.webhook_secret_grace_hours * 3600
+    kept = [s for s in endpoint.secrets[1:] if s.expires_at is not None and s.expires_at > at]
+    endpoint.secrets = [WebhookSecret(new_secret()), replace(endpoint.secrets[0], expires_at=until), *kept]
+    if not await rt.store.webhooks.update(endpoint):
+        raise NotFound(f"No webhook found with id '{endpoint_id}'.", param="webhook_id", code="webhook_not_found")
+    return endpoint
+
+
+def signing_secrets(endpoint: EndpointRecord, at: float) -> list[str]:
+    """The secrets that sign a delivery made at `at`: the current one and those still in their grace period."""
+    return [s.secret for s in endpoint.secrets if s.expires_at is None or s.expires_at > at]
+
+
+async def delete_webhook(rt: Runtime, principal: Principal, endpoint_id: str) -> None:
+    await get_webhook(rt, principal, endpoint_id)
+    if not await rt.store.webhooks.delete(endpoint_id):
+        raise NotFound(f"No webhook found with id '{endpoint_id}'.", param="webhook_id", code="webhook_not_found")
+
+
+async def list_deliveries(
+    rt: Runtime, principal: Principal, endpoint_id: str, *, limit: int, before: str | None = None
+) -> tuple[list[DeliveryRecord], bool]:
+    """The endpoint's deliveries, newest first, before the delivery `before` when given; and whether there are
+    more."""
+    await get_webhook(rt, principal, endpoint_id)
+    bound = None
+    if before is not None:
+        bound = (await _delivery(rt, endpoint_id, before, "before")).gid
+    found = await rt.store.webhooks.deliveries(endpoint_id, limit=limit + 1, before=bound)
+    return found[:limit], len(found) > limit
+
+
+async def _delivery(rt: Runtime, endpoint_id: str, delivery_id: str, param: str) -> DeliveryRecord:
+    delivery = await rt.store.webhooks.get_delivery(delivery_id)
+    if delivery is None or delivery.endpoint_id != endpoint_id:
+        raise NotFound(f"No delivery found with id '{delivery_id}'.", param=param, code="delivery_not_found")
+    return delivery
+
+
+async def redeliver(rt: Runtime, principal: Principal, endpoint_id: str, delivery_id: str) -> DeliveryRecord:
+    """Make a delivery again, now (its id unchanged, so a receiver that has it can tell)."""
+    await get_webhook(rt, principal, endpoint_id)
+    await _delivery(rt, endpoint_id, delivery_id, "delivery_id")
+    again = await rt.store.webhooks.redeliver(delivery_id, time.time())
+    if again is None:
+        raise NotFound(f"No delivery found with id '{delivery_id}'.", param="delivery_id", code="delivery_not_found")
+    rt.state(changes).fire()
+    return again

@@ -1,0 +1,286 @@
+"""Webhooks, end to end on every backend: endpoints registered through the API, events written through the
+API, deliveries received by real local HTTP receivers (`tests.support.receiver`) from the service's own
+delivery engine (the app runs with its lifespan, as `aitp serve` runs it).
+
+Specification: a delivery is the inbox event exactly as the inbox sends it, signed in the Standard Webhooks
+format (the `standardwebhooks` library's own verifier accepts it); it is retried until a 2xx, under one id,
+and not sent again once that is recorded; a thread's events reach an endpoint in order; 410 disables the
+endpoint; destinations on private or loopback addresses are refused unless allowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from standardwebhooks import Webhook
+
+from aitp.app import create_app
+from aitp.config import Settings
+from aitp.store import Store
+from tests.conftest import ADMIN_KEY, API, Backend
+from tests.support.receiver import Received, Receiver, receiving
+
+MESSAGE = "thread.message.created"
+
+
+@asynccontextmanager
+async def service(store: Store, *allowed: str, **changes: Any) -> AsyncIterator[API]:
+    """The app on `store`, started as `aitp serve` starts it (delivery engine included), fast retries."""
+    values: dict[str, Any] = {"webhook_retry_base": 0.05, **changes}
+    settings = Settings(store_url="unused://", admin_key=ADMIN_KEY, webhook_allow=allowed, **values)
+    app = create_app(settings, store=store)
+    async with app.router.lifespan_context(app):
+        yield API(httpx.ASGITransport(app=app), app)
+
+
+async def register(client: httpx.AsyncClient, url: str, **fields: Any) -> dict[str, Any]:
+    response = await client.post("/webhooks", json={"url": url, **fields})
+    assert response.status_code == 200, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+async def new_thread(client: httpx.AsyncClient, *actors: str) -> str:
+    response = await client.post("/threads", json={"actors": [{"id": a} for a in actors]})
+    assert response.status_code == 200, response.text
+    thread_id: str = response.json()["id"]
+    return thread_id
+
+
+async def post(client: httpx.AsyncClient, thread_id: str, text: str) -> dict[str, Any]:
+    response = await client.post(f"/threads/{thread_id}/messages", json={"content": text})
+    assert response.status_code == 200, response.text
+    message: dict[str, Any] = response.json()
+    return message
+
+
+async def deliveries(client: httpx.AsyncClient, hook_id: str) -> list[dict[str, Any]]:
+    response = await client.get(f"/webhooks/{hook_id}/deliveries", params={"limit": 100})
+    assert response.status_code == 200, response.text
+    found: list[dict[str, Any]] = response.json()["data"]
+    return found
+
+
+async def recorded(client: httpx.AsyncClient, hook_id: str, status: str, count: int = 1) -> list[dict[str, Any]]:
+    """The endpoint's deliveries once `count` of them have `status` (the engine records an outcome after the
+    receiver answered)."""
+    for _ in range(400):
+        found = await deliveries(client, hook_id)
+        if sum(d["status"] == status for d in found) >= count:
+            return found
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"not {count} {status} deliveries: {found}")
+
+
+async def test_a_delivery_is_the_inbox_event_signed_so_the_librarys_own_verifier_accepts_it(store: Store) -> None:
+    async with receiving() as receiver, service(store, receiver.url) as api:
+        alice = await api.actor("alice")
+        hook = await register(alice, receiver.url)
+        assert hook["secret"].startswith("whsec_") and hook["event_types"] == [] and hook["enabled"]
+        thread_id = await new_thread(alice, "alice")
+        await post(alice, thread_id, "hello")
+        inbox = (await alice.get("/actors/me/events", params={"after": 0})).json()["data"]
+        await receiver.wait_for(lambda r: len(r.delivered) >= len(inbox))
+
+        verifier = Webhook(hook["secret"])
+        assert [verifier.verify(r.body, r.headers) for r in receiver.requests] == inbox
+        assert [r.event["cursor"] for r in receiver.requests] == [e["cursor"] for e in inbox]
+        assert inbox[-1]["type"] == MESSAGE and inbox[-1]["data"]["content"][0]["text"]["value"] == "hello"
+        assert all(r.headers["webhook-signature"].startswith("v1,") for r in receiver.requests)
+        tampered = receiver.requests[-1].body.replace(b"hello", b"hullo")
+        try:
+            verifier.verify(tampered, receiver.requests[-1].headers)
+            raise AssertionError("a changed body verified")
+        except Exception as error:
+            assert type(error).__name__ == "WebhookVerificationError"
+
+
+async def test_a_receiver_failing_three_times_gets_the_event_once_more_and_never_after_success(store: Store) -> None:
+    async with receiving(Receiver(answers=[500, 503, 502])) as receiver, service(store, receiver.url) as api:
+        alice = await api.actor("alice")
+        thread_id = await new_thread(alice, "alice")
+        hook = await register(alice, receiver.url, event_types=[MESSAGE])
+        first = await post(alice, thread_id, "first")
+        await receiver.wait_for(lambda r: len(r.delivered) == 1)
+
+        attempts = receiver.requests
+        assert [r.status for r in attempts] == [500, 503, 502, 200]
+        assert len({r.id for r in attempts}) == 1 and len({r.body for r in attempts}) == 1
+        assert attempts[0].event["data"]["id"] == first["id"]
+        [done] = await recorded(alice, hook["id"], "succeeded")
+        assert (done["id"], done["status"], done["attempts"], done["last_status"]) == (
+            attempts[0].id,
+            "succeeded",
+            4,
+            200,
+        )
+        assert done["next_attempt_at"] is None
+
+        second = await post(alice, thread_id, "second")
+        await receiver.wait_for(lambda r: len(r.delivered) == 2)
+        assert [r.event["data"]["id"] for r in receiver.requests] == [first["id"]] * 4 + [second["id"]]
+
+
+async def test_each_thread_reaches_the_endpoint_in_order_under_20_concurrent_writers(
+    store: Store, backend: Backend
+) -> None:
+    backend.require_isolated_transactions()  # 20 concurrent writers of two threads
+    failing = Counter[str]()
+
+    def answer(request: Received) -> int:
+        # the first attempt of every third delivery fails: retries interleave with later events
+        failing[request.id] += 1
+        return 500 if request.event["cursor"] % 3 == 0 and failing[request.id] == 1 else 200
+
+    writers, per_writer = 20, 5
+    async with receiving(Receiver(decide=answer)) as receiver, service(store, receiver.url) as api:
+        alice = await api.actor("alice")
+        names = [f"w{n}" for n in range(writers)]
+        threads = [await new_thread(alice, "alice", *names) for _ in range(2)]
+        await register(alice, receiver.url, event_types=[MESSAGE])
+        clients = [await api.actor(name) for name in names]
+
+        async def write(n: int) -> None:
+            for i in range(per_writer):
+                await post(clients[n], threads[(n + i) % 2], f"w{n} #{i}")
+
+        await asyncio.gather(*(write(n) for n in range(writers)))
+        await receiver.wait_for(lambda r: len(r.delivered) == writers * per_writer)
+
+        assert Counter(r.id for r in receiver.delivered).most_common(1)[0][1] == 1  # each event once
+        for thread_id in threads:
+            log = (await alice.get(f"/threads/{thread_id}/events", params={"after": 0, "limit": 1000})).json()
+            written = [e["seq"] for e in log["data"] if e["type"] == MESSAGE]
+            arrived = [r.event["seq"] for r in receiver.delivered if r.event["thread_id"] == thread_id]
+            assert arrived == written
+            # and no attempt of a later event went out before an earlier one of its thread succeeded
+            attempted = [r.event["seq"] for r in receiver.requests if r.event["thread_id"] == thread_id]
+            assert attempted == sorted(attempted)
+
+
+async def test_410_fails_the_delivery_and_disables_the_endpoint(store: Store) -> None:
+    async with receiving(Receiver(answers=[410])) as receiver, service(store, receiver.url) as api:
+        alice = await api.actor("alice")
+        thread_id = await new_thread(alice, "alice")
+        hook = await register(alice, receiver.url, event_types=[MESSAGE])
+        await post(alice, thread_id, "gone?")
+        await receiver.wait_for(lambda r: len(r.requests) == 1)
+        for _ in range(100):
+            disabled = (await alice.get(f"/webhooks/{hook['id']}")).json()
+            if not disabled["enabled"]:
+                break
+            await asyncio.sleep(0.05)
+        assert (disabled["enabled"], disabled["disabled_reason"]) == (False, "the endpoint answered 410 Gone")
+        [failed] = await recorded(alice, hook["id"], "failed")
+        assert (failed["status"], failed["attempts"], failed["last_status"]) == ("failed", 1, 410)
+
+        await post(alice, thread_id, "not sent while disabled")
+        enabled = await alice.patch(f"/webhooks/{hook['id']}", json={"enabled": True})
+        assert (enabled.json()["enabled"], enabled.json()["disabled_reason"]) == (True, None)
+        # re-enabled, it resumes where it stopped: the event written meanwhile is not lost
+        await receiver.wait_for(lambda r: len(r.delivered) == 1)
+        assert receiver.delivered[0].event["data"]["content"][0]["text"]["value"] == "not sent while disabled"
+
+
+async def test_private_and_loopback_destinations_are_refused_unless_allowed(store: Store) -> None:
+    async with service(store, "http://127.0.0.1:9/allowed/", webhook_deny=("https://hooks.example.com/no/",)) as api:
+        alice = await api.actor("alice")
+        for url in (
+            "http://127.0.0.1:9/other",
+            "http://localhost:9/allowed/",
+            "http://[::1]/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://169.254.169.254/latest/meta-data",
+            "http://10.0.0.7/",
+            "http://0.0.0.0:9/",
+            "https://hooks.example.com/no/x",
+        ):
+            refused = await alice.post("/webhooks", json={"url": url})
+            assert (refused.status_code, refused.json()["error"]["code"]) == (403, "url_not_allowed"), url
+        for url in ("ftp://example.com/", "http://user:pw@example.com/", "/relative"):
+            invalid = await alice.post("/webhooks", json={"url": url})
+            assert (invalid.status_code, invalid.json()["error"]["code"]) == (422, "invalid_url"), url
+        assert (await alice.post("/webhooks", json={"url": "http://127.0.0.1:9/allowed/x"})).status_code == 200
+        assert (await alice.post("/webhooks", json={"url": "http://93.184.215.14/hooks"})).status_code == 200
+
+
+async def test_a_destination_is_checked_again_before_every_attempt(store: Store) -> None:
+    async with receiving() as receiver, service(store, receiver.url) as api:
+        alice = await api.actor("alice")
+        thread_id = await new_thread(alice, "alice")
+        hook = await register(alice, receiver.url, event_types=[MESSAGE])
+        api.settings_override(webhook_allow=())  # the operator withdraws it
+        await post(alice, thread_id, "to a now private place")
+        for _ in range(200):
+            found = await deliveries(alice, hook["id"])
+            if found and found[0]["attempts"] >= 1 and found[0]["last_error"]:
+                break
+            await asyncio.sleep(0.05)
+        assert found[0]["status"] == "pending" and found[0]["last_status"] is None
+        assert "destination refused" in found[0]["last_error"]
+        assert receiver.requests == []
+
+
+async def test_a_rotated_out_secret_still_signs_during_its_grace_period_and_redelivery_keeps_the_id(
+    store: Store,
+) -> None:
+    async with receiving() as receiver, service(store, receiver.url) as api:
+        alice = await api.actor("alice")
+        thread_id = await new_thread(alice, "alice")
+        hook = await register(alice, receiver.url, event_types=[MESSAGE])
+        rotated = (await alice.post(f"/webhooks/{hook['id']}/rotate_secret")).json()
+        assert rotated["secret"] != hook["secret"] and rotated["id"] == hook["id"]
+        await post(alice, thread_id, "signed twice")
+        await receiver.wait_for(lambda r: len(r.delivered) == 1)
+        [request] = receiver.requests
+        assert len(request.headers["webhook-signature"].split(" ")) == 2
+        for secret in (hook["secret"], rotated["secret"]):
+            assert Webhook(secret).verify(request.body, request.headers)["data"]["id"] == request.event["data"]["id"]
+
+        [done] = await recorded(alice, hook["id"], "succeeded")
+        again = await alice.post(f"/webhooks/{hook['id']}/deliveries/{done['id']}/redeliver")
+        assert (again.status_code, again.json()["status"]) == (200, "pending")
+        await receiver.wait_for(lambda r: len(r.delivered) == 2)
+        assert receiver.requests[1].id == request.id and receiver.requests[1].body == request.body
+
+
+async def test_retry_after_is_honoured(store: Store) -> None:
+    receiver = Receiver(answers=[429], extra_headers=[(b"retry-after", b"2")])
+    async with receiving(receiver), service(store, receiver.url) as api:
+        alice = await api.actor("alice")
+        thread_id = await new_thread(alice, "alice")
+        hook = await register(alice, receiver.url, event_types=[MESSAGE])
+        await post(alice, thread_id, "later, please")
+        await receiver.wait_for(lambda r: len(r.requests) == 1)
+        for _ in range(100):
+            [waiting] = await deliveries(alice, hook["id"])
+            if waiting["last_status"] == 429:
+                break
+            await asyncio.sleep(0.05)
+        assert waiting["status"] == "pending" and waiting["next_attempt_at"] - waiting["last_attempt_at"] >= 1
+
+
+async def test_an_actor_manages_its_own_webhooks_and_an_admin_anyones(store: Store) -> None:
+    async with service(store, "http://127.0.0.1:9/") as api:
+        alice, bob = await api.actor("alice"), await api.actor("bob")
+        hook = await register(alice, "http://127.0.0.1:9/a")
+        assert (await bob.get(f"/webhooks/{hook['id']}")).status_code == 404
+        assert (await bob.delete(f"/webhooks/{hook['id']}")).status_code == 404
+        assert (await bob.get(f"/webhooks/{hook['id']}/deliveries")).status_code == 404
+        assert (await bob.post("/webhooks", json={"url": "http://127.0.0.1:9/b", "actor": "alice"})).status_code == 403
+        assert (await bob.get("/webhooks")).json()["data"] == []
+        assert "secret" not in (await alice.get("/webhooks")).json()["data"][0]
+
+        assert (await api.admin.post("/webhooks", json={"url": "http://127.0.0.1:9/c"})).status_code == 400
+        for_bob = await register(api.admin, "http://127.0.0.1:9/c", actor="bob")
+        assert for_bob["actor"] == "bob"
+        assert [h["id"] for h in (await bob.get("/webhooks")).json()["data"]] == [for_bob["id"]]
+        assert {h["id"] for h in (await api.admin.get("/webhooks")).json()["data"]} == {hook["id"], for_bob["id"]}
+        deleted = await alice.delete(f"/webhooks/{hook['id']}")
+        assert deleted.json() == {"id": hook["id"], "object": "webhook.deleted", "deleted": True}
+        assert (await alice.get(f"/webhooks/{hook['id']}")).status_code == 404

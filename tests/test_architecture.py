@@ -22,16 +22,6 @@ BACKENDS = ("aitp.store.sqlite", "aitp.store.mongo")
 BINDINGS = "aitp.bindings"
 BINDING_IMPORTERS = ("aitp.app", "aitp.cli", "aitp.client")
 
-# Issue 21, item 1, not done yet: core modules that still render the Threads wire (services return wire
-# dicts, and take the binding's request models; the hub and the event stream render events). Each entry
-# goes when its module returns records; the test below fails until it is taken off this list.
-STILL_RENDERING_THE_THREADS_WIRE = {
-    "aitp.services.actors": ["models", "render"],
-    "aitp.services.messages": ["models", "render"],
-    "aitp.services.registration": ["models", "render"],
-    "aitp.services.threads": ["models", "render"],
-}
-
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(SRC).with_suffix("").parts)
@@ -153,9 +143,4 @@ def test_nothing_outside_the_bindings_and_the_root_imports_a_binding() -> None:
         for module, targets in graph().items()
         if not is_within(module, (BINDINGS, *BINDING_IMPORTERS))
     }
-    # `from aitp.bindings.openai_threads import render` imports the package and its module
-    expected = {
-        module: sorted({"openai_threads", *(f"openai_threads.{name}" for name in names)})
-        for module, names in STILL_RENDERING_THE_THREADS_WIRE.items()
-    }
-    assert {module: names for module, names in importers.items() if names} == expected
+    assert {module: names for module, names in importers.items() if names} == {}

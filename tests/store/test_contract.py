@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from aitp.events import payloads
 from aitp.ids import new_id
 from aitp.store import Store, open_store
 from aitp.store.base import (
@@ -77,7 +78,7 @@ def key_rec(actor: str = "alice", *, admin: bool = False, **fields: Any) -> KeyR
 
 
 def message_created(message: MessageRecord) -> NewEvent:
-    return ev("thread.message.created", id=message.id, text=message.content[0]["text"]["value"])
+    return NewEvent("thread.message.created", payloads.message_payload(message), tick())
 
 
 async def make_thread(
@@ -91,7 +92,10 @@ async def make_thread(
     members = [actor_rec(thread.id, a) for a in actors]
     messages = [message_rec(thread.id, t, actor=thread.creator) for t in texts]
     events = await store.create_thread(
-        thread, members, ev("thread.created", id=thread.id), [(m, message_created(m)) for m in messages]
+        thread,
+        members,
+        NewEvent("thread.created", payloads.thread_payload(thread, members), tick()),
+        [(m, message_created(m)) for m in messages],
     )
     return thread, messages, events
 
@@ -135,7 +139,7 @@ async def test_create_thread_numbers_events_from_1_with_thread_created_first(sto
     assert [e.seq for e in events] == [1, 2, 3, 4]
     assert [e.type for e in events] == ["thread.created"] + ["thread.message.created"] * 3
     assert all(e.thread_id == thread.id for e in events)
-    assert events[0].data == {"id": thread.id}
+    assert events[0].data["thread"]["id"] == thread.id
     assert [e.data["id"] for e in events[1:]] == [m.id for m in messages]
 
 

@@ -69,7 +69,8 @@ def resolve_declarations(registry: Registry, actor: ActorRecord) -> ActorDeclara
 
 
 def negotiate(registry: Registry, actors: Sequence[ActorRecord]) -> dict[str, Any]:
-    """The thread's capability table: per capability any actor declared, the version all can read."""
+    """The thread's capability table: per capability any actor declared, the version all can read
+    (`capabilities`), and the declarations naming capabilities the registry does not know (`unknown`)."""
     resolved = resolve_all(registry, actors)
     capability_ids = sorted({cid for r in resolved for cid in r.support})
     table = []
@@ -87,7 +88,7 @@ def negotiate(registry: Registry, actors: Sequence[ActorRecord]) -> dict[str, An
             }
         )
     unknown = [{"actor": r.actor, "declaration": d} for r in resolved for d in r.unknown]
-    return {"object": "thread.capabilities", "data": table, "unknown": unknown}
+    return {"capabilities": table, "unknown": unknown}
 
 
 def support_for(declarations: ActorDeclarations, capability_id: str) -> Support:

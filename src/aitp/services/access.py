@@ -19,6 +19,11 @@ VIEW_TTL = 1.0
 MAX_VIEWS = 10_000
 
 
+def role_of(actor_id: str, thread_creator: str) -> str:
+    """AITP: the thread's creator speaks as `user`, every other actor as `assistant`."""
+    return "user" if actor_id == thread_creator else "assistant"
+
+
 @dataclass
 class ThreadView:
     """A thread with its current actors, as loaded for one request (or reused: see `readable_thread`)."""

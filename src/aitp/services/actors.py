@@ -2,33 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from aitp.bindings.openai_threads import render
-from aitp.bindings.openai_threads.models import ActorInput
 from aitp.errors import NotFound, PermissionDenied, thread_not_found
+from aitp.events import payloads
 from aitp.inputs import limits
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
-from aitp.services.access import readable_thread
+from aitp.services.access import readable_thread, role_of
 from aitp.services.capabilities import capabilities_changed
+from aitp.services.requests import ActorDeclaration
 from aitp.services.threads import actor_records
-from aitp.store.base import ActorRecord, NewEvent, TooManyActors
+from aitp.store.base import ActorRecord, NewEvent, ThreadRecord, TooManyActors
 
 
-async def identity(rt: Runtime, principal: Principal) -> dict[str, Any]:
-    """Who the caller acts as, and where its inbox stands now (to follow it from here on)."""
-    return render.identity(principal, await rt.store.last_event_gid())
+async def inbox_cursor(rt: Runtime) -> int:
+    """Where every actor's inbox stands now: following it from here on misses nothing written after."""
+    return await rt.store.last_event_gid()
 
 
-async def list_actors(rt: Runtime, principal: Principal, thread_id: str) -> dict[str, Any]:
+async def list_actors(rt: Runtime, principal: Principal, thread_id: str) -> tuple[ThreadRecord, list[ActorRecord]]:
+    """The thread (whose creator gives each actor its role) and its actors."""
     view = await readable_thread(rt, principal, thread_id)
-    items = [render.actor(a, view.thread.creator) for a in view.actors]
-    return {"object": "list", "data": items}
+    return view.thread, view.actors
 
 
-async def put_actor(rt: Runtime, principal: Principal, thread_id: str, body: ActorInput) -> dict[str, Any]:
-    """Add an actor (any member may), or replace an actor's declaration (only itself or an admin)."""
+async def put_actor(
+    rt: Runtime, principal: Principal, thread_id: str, body: ActorDeclaration
+) -> tuple[ActorRecord, str]:
+    """Add an actor (any member may), or replace an actor's declaration (only itself or an admin).
+    Returns the actor as stored and the role it speaks in."""
     limits.check_capabilities(body.capabilities, rt.settings, "capabilities")
     view = await readable_thread(rt, principal, thread_id)
     if view.member(body.id) is None:
@@ -40,25 +41,22 @@ async def put_actor(rt: Runtime, principal: Principal, thread_id: str, body: Act
             param="id",
         )
     (record,) = actor_records(thread_id, [body], now(), "")
-    creator = view.thread.creator
+    role = role_of(record.id, view.thread.creator)
 
     def event(actor: ActorRecord, joined: bool) -> NewEvent:
-        return NewEvent(
-            "thread.actor.joined" if joined else "thread.actor.updated", render.actor(actor, creator), now()
-        )
+        kind = "thread.actor.joined" if joined else "thread.actor.updated"
+        return NewEvent(kind, payloads.actor_payload(actor, role), now())
 
     try:
-        result = await rt.store.put_actor(
-            record, event, capabilities_changed(rt, thread_id), max_actors=rt.settings.max_actors
-        )
+        result = await rt.store.put_actor(record, event, capabilities_changed(rt), max_actors=rt.settings.max_actors)
     except TooManyActors as exc:  # concurrent joins took the last seats since the thread was read
         raise limits.too_many_actors(exc.limit, exc.count, "id") from None
     if result is None:
         raise thread_not_found(thread_id)
-    return result[1].data
+    return result[0], role
 
 
-async def remove_actor(rt: Runtime, principal: Principal, thread_id: str, actor_id: str) -> dict[str, Any]:
+async def remove_actor(rt: Runtime, principal: Principal, thread_id: str, actor_id: str) -> None:
     """An actor may leave; the thread's creator (or an admin) may remove anyone."""
     view = await readable_thread(rt, principal, thread_id)
     allowed = principal.admin or actor_id == principal.actor or view.thread.creator == principal.actor
@@ -66,8 +64,6 @@ async def remove_actor(rt: Runtime, principal: Principal, thread_id: str, actor_
         raise PermissionDenied(
             "Only the actor itself, the thread's creator or an admin may remove an actor.", param="actor_id"
         )
-    receipt = render.deleted(actor_id, "thread.actor.deleted")
-    left = NewEvent("thread.actor.left", receipt, now())
-    if await rt.store.remove_actor(thread_id, actor_id, left, capabilities_changed(rt, thread_id)) is None:
+    left = NewEvent("thread.actor.left", payloads.removed_payload(actor_id), now())
+    if await rt.store.remove_actor(thread_id, actor_id, left, capabilities_changed(rt)) is None:
         raise NotFound(f"Actor '{actor_id}' is not a member of this thread.", param="actor_id", code="actor_not_found")
-    return receipt

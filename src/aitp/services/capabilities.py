@@ -60,22 +60,19 @@ def _version(rt: Runtime, capability_id: str, version: str) -> CapabilityVersion
     return found
 
 
-def thread_table(rt: Runtime, thread_id: str, actors: list[ActorRecord]) -> dict[str, Any]:
-    return {**negotiate(rt.registry, actors), "thread_id": thread_id}
-
-
 async def thread_capabilities(rt: Runtime, principal: Principal, thread_id: str) -> dict[str, Any]:
+    """The thread's negotiated capability table (`aitp.capabilities.negotiate.negotiate`)."""
     view = await readable_thread(rt, principal, thread_id)
-    return thread_table(rt, thread_id, view.actors)
+    return negotiate(rt.registry, view.actors)
 
 
-def capabilities_changed(rt: Runtime, thread_id: str) -> MembershipFollowUp:
+def capabilities_changed(rt: Runtime) -> MembershipFollowUp:
     """A membership follow-up: a `thread.capabilities.updated` event when the table changes."""
 
     def follow_up(before: list[ActorRecord], after: list[ActorRecord]) -> NewEvent | None:
         old, new = negotiate(rt.registry, before), negotiate(rt.registry, after)
         if old == new:
             return None
-        return NewEvent("thread.capabilities.updated", {**new, "thread_id": thread_id}, now())
+        return NewEvent("thread.capabilities.updated", new, now())
 
     return follow_up

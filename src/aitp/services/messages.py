@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from aitp.bindings.openai_threads import render
-from aitp.bindings.openai_threads.models import CreateMessageRequest, MessageRefusal, ModifyMessageRequest
 from aitp.capabilities.correlate import Correlation, correlate
 from aitp.capabilities.messages import CapabilityNotSupported, CapabilityPart, check_parts
 from aitp.errors import InvalidRequest, PermissionDenied, message_not_found, param_path, thread_not_found
+from aitp.events import payloads
 from aitp.ids import new_id
 from aitp.inputs import limits
 from aitp.inputs.shapes import check_attachments, check_metadata, normalize_content
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
-from aitp.services.access import ThreadView, acting_actor, readable_thread
+from aitp.services.access import ThreadView, acting_actor, readable_thread, role_of
 from aitp.services.paging import cursor_page
+from aitp.services.requests import NewMessage
 from aitp.store.base import AuthorNotMember, DuplicateRef, MessageRecord, NewEvent, Order
 
 
@@ -28,7 +28,7 @@ def not_a_member(actor: str, param: str) -> InvalidRequest:
 
 
 def build_message(
-    rt: Runtime, principal: Principal, view: ThreadView, body: CreateMessageRequest, created_at: int, param: str = ""
+    rt: Runtime, principal: Principal, view: ThreadView, body: NewMessage, created_at: int, param: str = ""
 ) -> tuple[MessageRecord, list[tuple[CapabilityPart, str]]]:
     """A message record: author checked (no impersonation, must be a member), role derived,
     capability parts validated and summarised in `aitp`."""
@@ -38,7 +38,7 @@ def build_message(
         raise not_a_member(actor, param_path(param, ["metadata", "actor"]))
     # The role is derived from the author whatever the client sent: generic OpenAI-SDK tools always send
     # "user", and an agent of another owner must not be refused for it (the response shows the role kept).
-    role = render.role_of(actor, view.thread.creator)
+    role = role_of(actor, view.thread.creator)
     content = normalize_content(body.content, param_path(param, ["content"]))
     attachments = check_attachments(body.attachments, param_path(param, ["attachments"]))
     metadata = check_metadata(metadata, param_path(param, ["metadata"]))
@@ -67,21 +67,20 @@ def build_message(
 
 def refusal_event(thread_id: str, refused: CapabilityNotSupported, created_at: int) -> NewEvent:
     """`thread.message.refused`: what the members need to know to let such a message through (no content)."""
-    refusal = MessageRefusal(
-        thread_id=thread_id,
-        actor=refused.sender,
-        capability=refused.ref.id,
-        version=str(refused.ref.version),
-        type=refused.part.type,
-        param=refused.param or "",
-        unsupported_by=refused.unsupported_by,
-    )
-    return NewEvent("thread.message.refused", refusal.model_dump(), created_at)
+    refusal = {
+        "thread_id": thread_id,
+        "actor": refused.sender,
+        "code": "capability_not_supported",
+        "capability": refused.ref.id,
+        "version": str(refused.ref.version),
+        "type": refused.part.type,
+        "param": refused.param or "",
+        "unsupported_by": refused.unsupported_by,
+    }
+    return NewEvent("thread.message.refused", refusal, created_at)
 
 
-async def create_message(
-    rt: Runtime, principal: Principal, thread_id: str, body: CreateMessageRequest
-) -> dict[str, Any]:
+async def create_message(rt: Runtime, principal: Principal, thread_id: str, body: NewMessage) -> MessageRecord:
     limits.check_message(body.content, body.attachments, rt.settings)  # before any store call
     view = await readable_thread(rt, principal, thread_id, recent=True)  # the hot path: ~10% of a POST
     created_at = now()
@@ -92,9 +91,8 @@ async def create_message(
             await rt.store.append_event(thread_id, refusal_event(thread_id, refused, created_at))
         raise
     done = await correlate(rt.store, thread_id, record.id, record.actor, parts) if parts else Correlation()
-    message = render.message(record)
     try:
-        created = NewEvent("thread.message.created", message, created_at)
+        created = NewEvent("thread.message.created", payloads.message_payload(record), created_at)
         stored = await rt.store.append_message(record, created, done.refs, done.releases)
     except DuplicateRef as exc:
         raise done.conflict(exc) from None
@@ -104,7 +102,7 @@ async def create_message(
         raise not_a_member(record.actor, "metadata.actor") from None
     if stored is None:
         raise thread_not_found(thread_id)  # deleted meanwhile
-    return message
+    return record
 
 
 async def _message_in(rt: Runtime, thread_id: str, message_id: str, param: str = "message_id") -> MessageRecord:
@@ -124,9 +122,9 @@ async def _cursor_seq(rt: Runtime, thread_id: str, message_id: str, param: str) 
     return record.seq
 
 
-async def get_message(rt: Runtime, principal: Principal, thread_id: str, message_id: str) -> dict[str, Any]:
+async def get_message(rt: Runtime, principal: Principal, thread_id: str, message_id: str) -> MessageRecord:
     await readable_thread(rt, principal, thread_id)
-    return render.message(await _message_in(rt, thread_id, message_id))
+    return await _message_in(rt, thread_id, message_id)
 
 
 async def list_messages(
@@ -138,8 +136,9 @@ async def list_messages(
     order: Order,
     after: str | None,
     before: str | None,
-) -> dict[str, Any]:
-    """A page ordered by the per-thread seq; `after`/`before` are message ids of this thread."""
+) -> tuple[list[MessageRecord], bool]:
+    """A page ordered by the per-thread seq, and whether there is more; `after`/`before` are message ids of
+    this thread."""
     await readable_thread(rt, principal, thread_id)
     after_seq = None if after is None else await _cursor_seq(rt, thread_id, after, "after")
     before_seq = None if before is None else await _cursor_seq(rt, thread_id, before, "before")
@@ -147,8 +146,7 @@ async def list_messages(
     async def fetch(direction: Order, lo: int | None, hi: int | None, n: int) -> list[MessageRecord]:
         return await rt.store.list_messages(thread_id, limit=n, order=direction, after_seq=lo, before_seq=hi)
 
-    items, has_more = await cursor_page(fetch, limit=limit, order=order, after=after_seq, before=before_seq)
-    return render.page([render.message(r) for r in items], has_more)
+    return await cursor_page(fetch, limit=limit, order=order, after=after_seq, before=before_seq)
 
 
 def _check_author(principal: Principal, record: MessageRecord, action: str) -> None:
@@ -157,31 +155,31 @@ def _check_author(principal: Principal, record: MessageRecord, action: str) -> N
 
 
 def _message_updated(record: MessageRecord) -> NewEvent:
-    return NewEvent("thread.message.updated", render.message(record), now())
+    return NewEvent("thread.message.updated", payloads.message_payload(record), now())
 
 
 async def modify_message(
-    rt: Runtime, principal: Principal, thread_id: str, message_id: str, body: ModifyMessageRequest
-) -> dict[str, Any]:
+    rt: Runtime, principal: Principal, thread_id: str, message_id: str, metadata: dict[str, Any] | None
+) -> MessageRecord:
+    """Replace a message's metadata (its author or an admin); `None` changes nothing."""
     await readable_thread(rt, principal, thread_id)
     record = await _message_in(rt, thread_id, message_id)
-    if body.metadata is None:
-        return render.message(record)
+    if metadata is None:
+        return record
     _check_author(principal, record, "modify")
-    metadata = dict(body.metadata)
+    metadata = dict(metadata)
     if metadata.pop("actor", record.actor) != record.actor:
         raise InvalidRequest("A message's author cannot be changed.", param="metadata.actor")
     result = await rt.store.update_message_metadata(thread_id, message_id, check_metadata(metadata), _message_updated)
     if result is None:
         raise message_not_found(message_id)
-    return render.message(result[0])
+    return result[0]
 
 
-async def delete_message(rt: Runtime, principal: Principal, thread_id: str, message_id: str) -> dict[str, Any]:
+async def delete_message(rt: Runtime, principal: Principal, thread_id: str, message_id: str) -> None:
     await readable_thread(rt, principal, thread_id)
     record = await _message_in(rt, thread_id, message_id)
     _check_author(principal, record, "delete")
-    receipt = render.deleted(message_id, "thread.message.deleted")
-    if await rt.store.delete_message(thread_id, message_id, NewEvent("thread.message.deleted", receipt, now())) is None:
+    deleted = NewEvent("thread.message.deleted", payloads.removed_payload(message_id), now())
+    if await rt.store.delete_message(thread_id, message_id, deleted) is None:
         raise message_not_found(message_id)
-    return receipt

@@ -25,12 +25,11 @@ from typing import Any, TypeVar
 
 from packaging.version import Version
 
-from aitp.bindings.openai_threads import render
-from aitp.bindings.openai_threads.models import RegisterCapabilityRequest
 from aitp.capabilities import trial
 from aitp.capabilities.compat import breaking_changes
 from aitp.capabilities.registry import (
     AliasRefused,
+    CapabilityInfo,
     CapabilityRef,
     CompiledVersion,
     SchemaRejected,
@@ -43,6 +42,7 @@ from aitp.errors import APIError, Conflict, InvalidRequest, PermissionDenied, Un
 from aitp.inputs import limits
 from aitp.principals import CAPABILITIES_WRITE, Principal
 from aitp.runtime import Runtime, now
+from aitp.services.requests import NewCapabilityVersion
 from aitp.store.capabilities import CapabilityVersionRecord
 
 log = logging.getLogger(__name__)
@@ -149,8 +149,8 @@ async def retry_after_sync(rt: Runtime, attempt: Callable[[], T]) -> T:
 
 
 async def register_capability(
-    rt: Runtime, principal: Principal, body: RegisterCapabilityRequest
-) -> tuple[dict[str, Any], bool]:
+    rt: Runtime, principal: Principal, body: NewCapabilityVersion
+) -> tuple[CapabilityInfo, bool]:
     """Register a capability version; returns (the capability, created). Re-posting identical content is a no-op."""
     if not principal.can(CAPABILITIES_WRITE):
         raise PermissionDenied(
@@ -166,7 +166,7 @@ async def register_capability(
         return await _register(rt, principal, body)
 
 
-async def _register(rt: Runtime, principal: Principal, body: RegisterCapabilityRequest) -> tuple[dict[str, Any], bool]:
+async def _register(rt: Runtime, principal: Principal, body: NewCapabilityVersion) -> tuple[CapabilityInfo, bool]:
     await sync_registry(rt)
     record = CapabilityVersionRecord(
         id=body.id,
@@ -184,7 +184,7 @@ async def _register(rt: Runtime, principal: Principal, body: RegisterCapabilityR
     if rt.registry.get(ref) is not None:
         if not _same_as_known(rt, ref, record):
             raise _immutable(ref)
-        return render.capability(rt.registry.capability(ref.id)), False  # type: ignore[arg-type]
+        return rt.registry.capability(ref.id), False  # type: ignore[return-value]
 
     compiled = await _checked(rt, ref, record)
     stored = await rt.store.capabilities.register(record)
@@ -192,7 +192,7 @@ async def _register(rt: Runtime, principal: Principal, body: RegisterCapabilityR
     if not created and _content(stored) != _content(record):  # another instance registered it first
         raise _immutable(ref)
     _install(rt, stored, compiled)
-    return render.capability(rt.registry.capability(ref.id)), created  # type: ignore[arg-type]
+    return rt.registry.capability(ref.id), created  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------------------------------ checks

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from aitp.bindings.openai_threads import render
-from aitp.bindings.openai_threads.models import (
-    ActorInput,
-    CreateMessageRequest,
-    CreateThreadRequest,
-    ModifyThreadRequest,
-)
 from aitp.capabilities.correlate import Correlation, correlate
 from aitp.capabilities.declarations import normalize_declaration
 from aitp.errors import InvalidRequest, NotFound, PermissionDenied, most_specific_error, param_of, thread_not_found
+from aitp.events import payloads
 from aitp.ids import new_id
 from aitp.inputs import limits
 from aitp.inputs.shapes import check_metadata
@@ -25,15 +20,31 @@ from aitp.runtime import Runtime, now
 from aitp.services import messages as message_service
 from aitp.services.access import ThreadView, readable_thread
 from aitp.services.paging import cursor_page
+from aitp.services.requests import ActorDeclaration, NewMessage, NewThread, ThreadChanges
 from aitp.store.base import ActorRecord, DuplicateRef, MessageRecord, NewEvent, Order, ThreadRecord
 
-# Keys of the rendered metadata that the server owns (AITP-T01 carries them in metadata).
+# Keys of a thread's metadata that the server owns (AITP-T01 carries them in metadata).
 RESERVED_METADATA = ("actors", "parent_id")
 
-_actor_list = TypeAdapter(list[ActorInput])
+_actor_list = TypeAdapter(list[ActorDeclaration])
+
+Thread = tuple[ThreadRecord, list[ActorRecord]]  # a thread and its actors: what the thread functions return
 
 
-def actor_records(thread_id: str, inputs: list[ActorInput], joined_at: int, param: str) -> list[ActorRecord]:
+def t01_metadata(thread: ThreadRecord, actors: list[ActorRecord]) -> dict[str, str]:
+    """A thread's metadata as AITP-T01 clients read it: the user's keys plus `actors`, a JSON string of
+    [{id, client_id?, capabilities}], and `parent_id` when there is one."""
+    compact = [
+        {"id": a.id, **({"client_id": a.client_id} if a.client_id else {}), "capabilities": a.capabilities}
+        for a in actors
+    ]
+    metadata = {**thread.metadata, "actors": orjson.dumps(compact).decode()}
+    if thread.parent_id is not None:
+        metadata["parent_id"] = thread.parent_id
+    return metadata
+
+
+def actor_records(thread_id: str, inputs: Sequence[ActorDeclaration], joined_at: int, param: str) -> list[ActorRecord]:
     """Validated, normalised actor records; duplicate ids are refused."""
     seen: set[str] = set()
     records = []
@@ -58,7 +69,7 @@ def actor_records(thread_id: str, inputs: list[ActorInput], joined_at: int, para
     return records
 
 
-def _actors_from_metadata(value: Any) -> list[ActorInput]:
+def _actors_from_metadata(value: Any) -> list[ActorDeclaration]:
     """`metadata.actors` as an array, or as the JSON-encoded string AITP-T01 clients send."""
     if isinstance(value, str):
         try:
@@ -79,7 +90,7 @@ def _split_metadata(metadata: dict[str, Any]) -> tuple[dict[str, str], Any, Any]
     return check_metadata(user), metadata.get("actors"), metadata.get("parent_id")
 
 
-def _check_limits(rt: Runtime, body: CreateThreadRequest) -> None:
+def _check_limits(rt: Runtime, body: NewThread) -> None:
     """Counts, lengths and nesting of everything sent, before any other work."""
     messages = body.messages or []
     limits.check_count(messages, rt.settings.max_thread_messages, "messages", "initial messages", "too_many_messages")
@@ -93,7 +104,9 @@ def _check_limits(rt: Runtime, body: CreateThreadRequest) -> None:
         limits.check_depth(body.tool_resources, rt.settings.max_json_depth, "tool_resources")
 
 
-def _check_actor_limits(rt: Runtime, principal: Principal, inputs: list[ActorInput], param: str) -> list[ActorInput]:
+def _check_actor_limits(
+    rt: Runtime, principal: Principal, inputs: Sequence[ActorDeclaration], param: str
+) -> Sequence[ActorDeclaration]:
     """At most `max_actors` actors (the creator included), each with at most `max_capabilities`."""
     creator_listed = any(actor.id == principal.actor for actor in inputs)
     limits.check_actor_count(len(inputs) + (0 if creator_listed else 1), rt.settings, param)
@@ -102,7 +115,8 @@ def _check_actor_limits(rt: Runtime, principal: Principal, inputs: list[ActorInp
     return inputs
 
 
-async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadRequest) -> dict[str, Any]:
+async def create_thread(rt: Runtime, principal: Principal, body: NewThread) -> Thread:
+    """Create a thread with its actors (the caller among them) and its first messages, in one write."""
     _check_limits(rt, body)
     created_at = now()
     thread_id = new_id("thread")
@@ -151,36 +165,35 @@ async def create_thread(rt: Runtime, principal: Principal, body: CreateThreadReq
     messages: list[tuple[MessageRecord, NewEvent]] = []
     done = Correlation()
     for i, item in enumerate(body.messages or []):
-        request = CreateMessageRequest(content=[item]) if isinstance(item, str) else item
+        request = NewMessage(content=[item]) if isinstance(item, str) else item
         record, parts = message_service.build_message(rt, principal, view, request, created_at, f"messages[{i}]")
         if parts:
             done.extend(await correlate(rt.store, thread_id, record.id, record.actor, parts, f"messages[{i}].content"))
-        messages.append((record, NewEvent("thread.message.created", render.message(record), created_at)))
+        messages.append((record, NewEvent("thread.message.created", payloads.message_payload(record), created_at)))
 
-    thread_object = render.thread(thread, actors)
-    created = NewEvent("thread.created", thread_object, created_at)
+    created = NewEvent("thread.created", payloads.thread_payload(thread, actors), created_at)
     try:
         await rt.store.create_thread(thread, actors, created, messages, done.refs)
     except DuplicateRef as exc:
         raise done.conflict(exc) from None
-    return thread_object
+    return thread, actors
 
 
-async def get_thread(rt: Runtime, principal: Principal, thread_id: str) -> dict[str, Any]:
+async def get_thread(rt: Runtime, principal: Principal, thread_id: str) -> Thread:
     view = await readable_thread(rt, principal, thread_id)
-    return render.thread(view.thread, view.actors)
+    return view.thread, view.actors
 
 
 def _thread_updated(thread: ThreadRecord, actors: list[ActorRecord]) -> NewEvent:
-    return NewEvent("thread.updated", render.thread(thread, actors), now())
+    return NewEvent("thread.updated", payloads.thread_payload(thread, actors), now())
 
 
-async def modify_thread(rt: Runtime, principal: Principal, thread_id: str, body: ModifyThreadRequest) -> dict[str, Any]:
+async def modify_thread(rt: Runtime, principal: Principal, thread_id: str, body: ThreadChanges) -> Thread:
     """Replace metadata and/or tool_resources. An empty body changes nothing (AITP-T01 retrieve)."""
     view = await readable_thread(rt, principal, thread_id)
     changes: dict[str, Any] = {}
     if body.metadata is not None:
-        current = render.thread(view.thread, view.actors)["metadata"]
+        current = t01_metadata(view.thread, view.actors)
         for key in RESERVED_METADATA:
             # Round-tripping a retrieved thread's metadata is fine; changing these keys here is not.
             if key in body.metadata and body.metadata[key] != current.get(key):
@@ -195,31 +208,28 @@ async def modify_thread(rt: Runtime, principal: Principal, thread_id: str, body:
             limits.check_depth(body.tool_resources, rt.settings.max_json_depth, "tool_resources")
         changes["tool_resources"] = body.tool_resources
     if not changes:
-        return render.thread(view.thread, view.actors)
+        return view.thread, view.actors
     result = await rt.store.update_thread(thread_id, changes, _thread_updated)
     if result is None:
         raise thread_not_found(thread_id)
-    return result[1].data
+    return payloads.thread_of(result[1].data)  # the actors as they were in the write
 
 
-async def delete_thread(rt: Runtime, principal: Principal, thread_id: str) -> dict[str, Any]:
+async def delete_thread(rt: Runtime, principal: Principal, thread_id: str) -> None:
     view = await readable_thread(rt, principal, thread_id)
     if not principal.admin and view.thread.creator != principal.actor:
         raise PermissionDenied("Only the thread's creator or an admin may delete it.", param="thread_id")
-    receipt = render.deleted(thread_id, "thread.deleted")
-    await rt.store.delete_thread(thread_id, NewEvent("thread.deleted", receipt, now()))
-    return receipt
+    await rt.store.delete_thread(thread_id, NewEvent("thread.deleted", payloads.removed_payload(thread_id), now()))
 
 
 async def list_threads(
     rt: Runtime, principal: Principal, *, limit: int, order: Order, after: str | None, before: str | None
-) -> dict[str, Any]:
-    """The caller's threads (every thread for an admin), paged by thread id."""
+) -> tuple[list[Thread], bool]:
+    """The caller's threads (every thread for an admin), paged by thread id, and whether there is more."""
     actor = None if principal.admin else principal.actor
 
     async def fetch(direction: Order, lo: str | None, hi: str | None, n: int) -> list[ThreadRecord]:
         return await rt.store.list_threads(actor, limit=n, order=direction, after=lo, before=hi)
 
     records, has_more = await cursor_page(fetch, limit=limit, order=order, after=after, before=before)
-    items = [render.thread(t, await rt.store.list_actors(t.id)) for t in records]
-    return render.page(items, has_more)
+    return [(t, await rt.store.list_actors(t.id)) for t in records], has_more

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from aitp.bindings.openai_threads import render
 from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
 from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
 from aitp.bindings.openai_threads.idempotency import idempotent
@@ -19,7 +20,7 @@ router = APIRouter(prefix="/v1", tags=["actors"], route_class=ApiRoute)
     "/actors/me", responses=error_responses(*KEYED), response_model=Identity, summary="Who the calling key acts as"
 )
 async def who_am_i(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(await actors.identity(rt, principal))
+    return FastJSONResponse(render.identity(principal, await actors.inbox_cursor(rt)))
 
 
 @router.get(
@@ -29,7 +30,8 @@ async def who_am_i(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     summary="List a thread's actors",
 )
 async def list_actors(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(await actors.list_actors(rt, principal, thread_id))
+    thread, members = await actors.list_actors(rt, principal, thread_id)
+    return FastJSONResponse({"object": "list", "data": [render.actor(a, thread.creator) for a in members]})
 
 
 @router.post(
@@ -40,7 +42,7 @@ async def list_actors(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -
 )
 @idempotent()
 async def put_actor(thread_id: str, body: ActorInput, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(await actors.put_actor(rt, principal, thread_id, body))
+    return FastJSONResponse(render.actor_in_role(*await actors.put_actor(rt, principal, thread_id, body)))
 
 
 @router.delete(
@@ -50,4 +52,5 @@ async def put_actor(thread_id: str, body: ActorInput, rt: RuntimeDep, principal:
     summary="Remove an actor",
 )
 async def remove_actor(thread_id: str, actor_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(await actors.remove_actor(rt, principal, thread_id, actor_id))
+    await actors.remove_actor(rt, principal, thread_id, actor_id)
+    return FastJSONResponse(render.deleted(actor_id, "thread.actor.deleted"))

@@ -51,7 +51,7 @@ async def register_capability(
     body: RegisterCapabilityRequest, rt: RuntimeDep, principal: PrincipalDep
 ) -> FastJSONResponse:
     capability, created = await registration.register_capability(rt, principal, body)
-    return FastJSONResponse(capability, status_code=201 if created else 200)
+    return FastJSONResponse(render.capability(capability), status_code=201 if created else 200)
 
 
 @router.get(
@@ -91,4 +91,5 @@ async def get_examples(capability_id: str, version: str, rt: RuntimeDep) -> Fast
     summary="The version of each declared capability that every actor of the thread can read",
 )
 async def thread_capabilities(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(await capabilities.thread_capabilities(rt, principal, thread_id))
+    table = await capabilities.thread_capabilities(rt, principal, thread_id)
+    return FastJSONResponse(render.capability_table(thread_id, table))

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from aitp.bindings.openai_threads import close_codes
+from aitp.bindings.openai_threads import close_codes, render
 from aitp.bindings.openai_threads.errors import validation_error
 from aitp.bindings.openai_threads.models import CreateMessageRequest
 from aitp.context import key_hash_of, principal_of, runtime_of
@@ -170,11 +170,12 @@ async def _post(websocket: WebSocket, principal: Principal, frame: dict[str, Any
         raise InvalidRequest("On the inbox socket a post names its thread: 'thread_id'.", param="thread_id")
     rt = runtime_of(websocket.scope)
     body = CreateMessageRequest.model_validate(frame["message"])
-    if "idempotency_key" not in frame:
-        return await messages.create_message(rt, principal, thread_id, body)
 
     async def write() -> dict[str, Any]:
-        return await messages.create_message(rt, principal, thread_id, body)
+        return render.message(await messages.create_message(rt, principal, thread_id, body))
+
+    if "idempotency_key" not in frame:
+        return await write()
 
     path = websocket.app.url_path_for("create_message", thread_id=thread_id)  # the POST route's own path
     request = idempotency.fingerprint("POST", path, frame["message"])

@@ -9,6 +9,7 @@ from pydantic import TypeAdapter
 from starlette.requests import Request
 from starlette.responses import Response
 
+from aitp.bindings.openai_threads import render
 from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
 from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
 from aitp.bindings.openai_threads.idempotency import idempotent
@@ -48,7 +49,7 @@ async def post_message(request: Request) -> Response:
 async def create_message(
     thread_id: str, body: CreateMessageRequest, rt: RuntimeDep, principal: PrincipalDep
 ) -> FastJSONResponse:
-    return FastJSONResponse(await messages.create_message(rt, principal, thread_id, body))
+    return FastJSONResponse(render.message(await messages.create_message(rt, principal, thread_id, body)))
 
 
 @router.get(
@@ -67,8 +68,10 @@ async def list_messages(
     before: str | None = None,
     run_id: Annotated[str | None, Query(description="Accepted for OpenAI compatibility; aitp has no runs.")] = None,
 ) -> FastJSONResponse:
-    page = await messages.list_messages(rt, principal, thread_id, limit=limit, order=order, after=after, before=before)
-    return FastJSONResponse(page)
+    records, has_more = await messages.list_messages(
+        rt, principal, thread_id, limit=limit, order=order, after=after, before=before
+    )
+    return FastJSONResponse(render.page([render.message(r) for r in records], has_more))
 
 
 @router.get(
@@ -78,7 +81,7 @@ async def list_messages(
     summary="Retrieve a message",
 )
 async def get_message(thread_id: str, message_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(await messages.get_message(rt, principal, thread_id, message_id))
+    return FastJSONResponse(render.message(await messages.get_message(rt, principal, thread_id, message_id)))
 
 
 @router.post(
@@ -95,8 +98,10 @@ async def modify_message(
     principal: PrincipalDep,
     body: Annotated[ModifyMessageRequest | None, Body()] = None,
 ) -> FastJSONResponse:
-    result = await messages.modify_message(rt, principal, thread_id, message_id, body or ModifyMessageRequest())
-    return FastJSONResponse(result)
+    metadata = None if body is None else body.metadata
+    return FastJSONResponse(
+        render.message(await messages.modify_message(rt, principal, thread_id, message_id, metadata))
+    )
 
 
 @router.delete(
@@ -106,4 +111,5 @@ async def modify_message(
     summary="Delete a message",
 )
 async def delete_message(thread_id: str, message_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(await messages.delete_message(rt, principal, thread_id, message_id))
+    await messages.delete_message(rt, principal, thread_id, message_id)
+    return FastJSONResponse(render.deleted(message_id, "thread.message.deleted"))

@@ -4,54 +4,40 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion, version_text
+from aitp.events import payloads
 from aitp.events.stream import frame_of
 from aitp.principals import Principal
+from aitp.services.access import role_of
 from aitp.services.paging import LogPage
+from aitp.services.threads import t01_metadata
 from aitp.store.base import ActorRecord, EventRecord, MessageRecord, ThreadRecord
 from aitp.store.keys import KeyRecord
 
 
-def role_of(actor_id: str, thread_creator: str) -> str:
-    """AITP: the thread's creator speaks as `user`, every other actor as `assistant`."""
-    return "user" if actor_id == thread_creator else "assistant"
-
-
 def actor(record: ActorRecord, creator: str) -> dict[str, Any]:
+    return actor_in_role(record, role_of(record.id, creator))
+
+
+def actor_in_role(record: ActorRecord, role: str) -> dict[str, Any]:
     return {
         "object": "thread.actor",
         "id": record.id,
         "client_id": record.client_id,
-        "role": role_of(record.id, creator),
+        "role": role,
         "capabilities": record.capabilities,
         "joined_at": record.joined_at,
     }
 
 
-def _actors_metadata(actors: list[dict[str, Any]]) -> str:
-    # The AITP-T01 wire form: metadata.actors as a JSON string of [{id, client_id?, capabilities}].
-    compact = [
-        {"id": a["id"], **({"client_id": a["client_id"]} if a["client_id"] else {}), "capabilities": a["capabilities"]}
-        for a in actors
-    ]
-    return orjson.dumps(compact).decode()
-
-
 def thread(record: ThreadRecord, actors: list[ActorRecord]) -> dict[str, Any]:
-    rendered_actors = [actor(a, record.creator) for a in actors]
-    metadata = dict(record.metadata)
-    metadata["actors"] = _actors_metadata(rendered_actors)
-    if record.parent_id is not None:
-        metadata["parent_id"] = record.parent_id
     return {
         "id": record.id,
         "object": "thread",
         "created_at": record.created_at,
         "tool_resources": record.tool_resources,
-        "metadata": metadata,
-        "actors": rendered_actors,
+        "metadata": t01_metadata(record, actors),
+        "actors": [actor(a, record.creator) for a in actors],
         "parent_id": record.parent_id,
     }
 
@@ -76,13 +62,51 @@ def message(record: MessageRecord) -> dict[str, Any]:
     }
 
 
+def capability_table(thread_id: str, table: dict[str, Any]) -> dict[str, Any]:
+    """A thread's negotiated capabilities (`aitp.capabilities.negotiate.negotiate`)."""
+    return {
+        "object": "thread.capabilities",
+        "data": table["capabilities"],
+        "unknown": table["unknown"],
+        "thread_id": thread_id,
+    }
+
+
+def event_data(record: EventRecord) -> dict[str, Any]:
+    """An event's payload as this binding shows it: each neutral record rendered as its wire object
+    (`aitp.events.payloads`); a payload written before those existed is that object already."""
+    data = record.data
+    if payloads.written_before(data):
+        return data
+    kind = record.type
+    if kind == "thread.message.created" or kind == "thread.message.updated":
+        return message(payloads.message_of(data))
+    if kind == "thread.created" or kind == "thread.updated":
+        return thread(*payloads.thread_of(data))
+    if kind == "thread.actor.joined" or kind == "thread.actor.updated":
+        return actor_in_role(*payloads.actor_of(data))
+    if kind == "thread.capabilities.updated":
+        return capability_table(record.thread_id, data)
+    receipt = _RECEIPTS.get(kind)
+    if receipt is not None:
+        return deleted(data["id"], receipt)
+    return data  # thread.message.refused and any other type: neutral and wire alike
+
+
+_RECEIPTS = {
+    "thread.deleted": "thread.deleted",
+    "thread.message.deleted": "thread.message.deleted",
+    "thread.actor.left": "thread.actor.deleted",
+}
+
+
 def event(record: EventRecord) -> dict[str, Any]:
     return {
         "seq": record.seq,
         "type": record.type,
         "thread_id": record.thread_id,
         "created_at": record.created_at,
-        "data": record.data,
+        "data": event_data(record),
     }
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Query
 
+from aitp.bindings.openai_threads import render
 from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
 from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
 from aitp.bindings.openai_threads.idempotency import idempotent
@@ -36,7 +37,7 @@ router = APIRouter(prefix="/v1", tags=["threads"], route_class=ApiRoute)
 async def create_thread(
     rt: RuntimeDep, principal: PrincipalDep, body: Annotated[CreateThreadRequest | None, Body()] = None
 ) -> FastJSONResponse:
-    return FastJSONResponse(await threads.create_thread(rt, principal, body or CreateThreadRequest()))
+    return FastJSONResponse(render.thread(*await threads.create_thread(rt, principal, body or CreateThreadRequest())))
 
 
 @router.get(
@@ -53,15 +54,15 @@ async def list_threads(
     after: str | None = None,
     before: str | None = None,
 ) -> FastJSONResponse:
-    page = await threads.list_threads(rt, principal, limit=limit, order=order, after=after, before=before)
-    return FastJSONResponse(page)
+    items, has_more = await threads.list_threads(rt, principal, limit=limit, order=order, after=after, before=before)
+    return FastJSONResponse(render.page([render.thread(*item) for item in items], has_more))
 
 
 @router.get(
     "/threads/{thread_id}", responses=error_responses(*KEYED, 404), response_model=Thread, summary="Retrieve a thread"
 )
 async def get_thread(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(await threads.get_thread(rt, principal, thread_id))
+    return FastJSONResponse(render.thread(*await threads.get_thread(rt, principal, thread_id)))
 
 
 @router.post(
@@ -77,7 +78,8 @@ async def modify_thread(
     principal: PrincipalDep,
     body: Annotated[ModifyThreadRequest | None, Body()] = None,
 ) -> FastJSONResponse:
-    return FastJSONResponse(await threads.modify_thread(rt, principal, thread_id, body or ModifyThreadRequest()))
+    changed = await threads.modify_thread(rt, principal, thread_id, body or ModifyThreadRequest())
+    return FastJSONResponse(render.thread(*changed))
 
 
 @router.delete(
@@ -87,4 +89,5 @@ async def modify_thread(
     summary="Delete a thread",
 )
 async def delete_thread(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(await threads.delete_thread(rt, principal, thread_id))
+    await threads.delete_thread(rt, principal, thread_id)
+    return FastJSONResponse(render.deleted(thread_id, "thread.deleted"))

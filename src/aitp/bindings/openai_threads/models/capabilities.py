@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from aitp.services.requests import NewCapabilityVersion
 
 
 class Capability(BaseModel):
@@ -62,24 +64,5 @@ class ThreadCapabilities(BaseModel):
     unknown: list[UnknownDeclaration]
 
 
-class RegisterCapabilityRequest(BaseModel):
+class RegisterCapabilityRequest(NewCapabilityVersion):
     """`POST /v1/capabilities`: a new capability, or a new version of one (published versions are immutable)."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=100, description="e.g. `acme-orders`")
-    version: str = Field(pattern=r"^\d{1,6}\.\d{1,6}\.\d{1,6}$", description="X.Y.Z")
-    schema_: dict[str, Any] = Field(
-        alias="schema", description="A JSON Schema (2020-12 by default) or an OpenAPI 3.x document (see openapi_root)"
-    )
-    examples: list[dict[str, Any]] = Field(
-        default_factory=list, max_length=100, description="Example messages; each must validate"
-    )
-    aliases: list[str] = Field(
-        default_factory=list, max_length=20, description="Other `$schema` URLs that mean this version"
-    )
-    title: str | None = Field(None, max_length=200)
-    description: str | None = Field(None, max_length=4000)
-    openapi_root: str | None = Field(
-        None, max_length=200, description="For OpenAPI documents: the `components/schemas` entry a message is"
-    )

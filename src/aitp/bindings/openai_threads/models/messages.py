@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aitp.services.requests import NewMessage
+
 
 class TextValue(BaseModel):
     value: str
@@ -61,18 +63,14 @@ class Message(BaseModel):
     aitp: list[AitpPart | None] | None = None
 
 
-class CreateMessageRequest(BaseModel):
+class CreateMessageRequest(NewMessage):
     """`content` is a string, an array of strings (AITP) or an array of OpenAI content parts.
 
     `role` is derived from the author (thread creator → user, others → assistant); a `user` or
     `assistant` sent by the client is accepted and replaced by the derived role.
     """
 
-    model_config = ConfigDict(extra="forbid")
     role: Literal["user", "assistant"] | None = None
-    content: str | list[Any]
-    attachments: list[dict[str, Any]] | None = None
-    metadata: dict[str, Any] | None = None
 
 
 class ModifyMessageRequest(BaseModel):

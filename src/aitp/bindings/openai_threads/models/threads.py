@@ -7,9 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aitp.bindings.openai_threads.models.messages import CreateMessageRequest
-
-# An actor may declare a capability as a URL string, {"schema": url} or {"$schema": url}.
-CapabilityInput = str | dict[str, Any]
+from aitp.services.requests import ActorDeclaration, NewThread, ThreadChanges
 
 
 class SchemaDeclaration(BaseModel):
@@ -41,13 +39,8 @@ class Actor(BaseModel):
     joined_at: int
 
 
-class ActorInput(BaseModel):
+class ActorInput(ActorDeclaration):
     """An actor to add to a thread, or its new capability list."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str = Field(min_length=1, max_length=256)
-    client_id: str | None = Field(default=None, max_length=256)
-    capabilities: list[CapabilityInput] = Field(default_factory=list)
 
 
 class Thread(BaseModel):
@@ -66,27 +59,19 @@ class Thread(BaseModel):
     parent_id: str | None
 
 
-class CreateThreadRequest(BaseModel):
+class CreateThreadRequest(NewThread):
     """`POST /v1/threads` (and AITP-T01 `POST /v1/thread`).
 
     Actors may be given as `actors` or as `metadata.actors` (an array or a JSON-encoded string).
     """
 
-    model_config = ConfigDict(extra="forbid")
     # AITP-T01 sends messages as bare strings; OpenAI as message objects.
-    messages: list[str | CreateMessageRequest] | None = None
-    metadata: dict[str, Any] | None = None
-    actors: list[ActorInput] | None = None
-    parent_id: str | None = None
-    tool_resources: dict[str, Any] | None = None
+    messages: list[str | CreateMessageRequest] | None = None  # type: ignore[assignment]
+    actors: list[ActorInput] | None = None  # type: ignore[assignment]
 
 
-class ModifyThreadRequest(BaseModel):
+class ModifyThreadRequest(ThreadChanges):
     """Replace the thread's metadata; an empty body returns the thread unchanged (AITP-T01 retrieve)."""
-
-    model_config = ConfigDict(extra="forbid")
-    metadata: dict[str, Any] | None = None
-    tool_resources: dict[str, Any] | None = None
 
 
 class ActorList(BaseModel):

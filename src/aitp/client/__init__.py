@@ -39,6 +39,9 @@ calls a handler per capability message type (with the validated payload) and rep
 `capability_payloads(message)` reads any message's capability messages (type, version, payload) as the
 server validated them; `client.me()` says who the key acts as. See docs/agents.md.
 
+Where no socket stays open, a webhook pushes the same inbox events, signed; a receiver checks each with
+`verify_webhook(secret, body, headers)` (`WebhookVerificationError` if it was not signed by the service).
+
 Results are the service's own pydantic wire models (`aitp.bindings.openai_threads.models`). Every refusal raises an
 `AitpError` subclass chosen by HTTP status, carrying the OpenAI error envelope's `message`, `type`,
 `param` and `code`; network failures and timeouts raise httpx's exceptions (`httpx.TransportError`)
@@ -87,6 +90,7 @@ from aitp.client._errors import (
 )
 from aitp.client._payloads import CapabilityPayload, capability_payloads, plain_text
 from aitp.client._stream import LiveStream, Reconnect
+from aitp.client._webhooks import WebhookVerificationError, verify_webhook
 
 __all__ = [
     "AitpClient",
@@ -100,6 +104,9 @@ __all__ = [
     "CapabilityPayload",
     "capability_payloads",
     "plain_text",
+    # webhooks
+    "verify_webhook",
+    "WebhookVerificationError",
     # what methods take
     "ActorSpec",
     "MessageContent",

@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], float]] = {
     "load": (["--writers", "200", "--messages", "50"], ["--writers", "50", "--messages", "10"], 420),
     "hostile_schemas": ([], ["--sizes", "700", "--depths", "12", "--rounds", "3"], 300),
     "stream_memory": ([], ["--rounds", "2", "--messages", "100", "--thread-messages", "100", "--replays", "5"], 300),
+    "webhooks": ([], ["--messages", "50", "--writers", "4", "--burst", "20"], 300),
 }
 
 
@@ -257,6 +258,25 @@ def stream_memory_rows(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def webhooks_rows(r: dict[str, Any]) -> list[Row]:
+    idle, loaded, wide = r["idle"], r["under_load"], r["throughput"]
+    return [
+        (
+            "webhook latency, post to receiver p50 / p99",
+            f"{idle['p50_ms']:.1f} / {idle['p99_ms']:.1f} ms",
+            f"under {loaded['load_messages_per_s']:.0f} msg/s of ingest:"
+            f" {loaded['p50_ms']:.1f} / {loaded['p99_ms']:.1f} ms",
+            verdict(idle["p99_ms"] <= 100 and loaded["p99_ms"] <= 100, "p99 <= 100 ms (idle, loaded)"),
+        ),
+        (
+            f"webhook deliveries to {wide['endpoints']} endpoints",
+            f"{wide['deliveries_per_s']:.0f}/s",
+            f"{wide['deliveries']} deliveries, p99 {wide['latency']['p99_ms']:.0f} ms",
+            "",
+        ),
+    ]
+
+
 ROWS = {
     "validation": validation_rows,
     "ingest": ingest_rows,
@@ -265,6 +285,7 @@ ROWS = {
     "load": load_rows,
     "hostile_schemas": hostile_schemas_rows,
     "stream_memory": stream_memory_rows,
+    "webhooks": webhooks_rows,
 }
 
 

@@ -71,6 +71,9 @@ def _delivery(row: sqlite3.Row) -> DeliveryRecord:
 
 
 class SQLiteWebhooks(WebhookStore):
+    """The delivery engine's writes (derive, claim, finish) share commits with each other and with message
+    appends (group commit): one fsync for the many endpoints' workers that write in the same loop turn."""
+
     def __init__(self, engine: SQLiteEngine) -> None:
         self._engine = engine
 
@@ -129,7 +132,7 @@ class SQLiteWebhooks(WebhookStore):
         else:
             update = "UPDATE webhook_endpoints SET failing_since = ?, enabled = 0, disabled_reason = ? WHERE id = ?"
             values = (failing_since, disabled_reason, endpoint_id)
-        await self._engine.write(lambda conn: conn.execute(update, values))
+        await self._engine.write_shared(lambda conn: conn.execute(update, values))
 
     async def delete(self, endpoint_id: str) -> bool:
         def op(conn: sqlite3.Connection) -> bool:
@@ -153,7 +156,7 @@ class SQLiteWebhooks(WebhookStore):
             )
             return moved.rowcount > 0
 
-        return await self._engine.write(op)
+        return await self._engine.write_shared(op)
 
     async def claim(
         self, endpoint_id: str, owner: str, now: float, lease_until: float, limit: int
@@ -172,7 +175,7 @@ class SQLiteWebhooks(WebhookStore):
                 claimed.append(_delivery(row))
             return claimed
 
-        return await self._engine.write(op)
+        return await self._engine.write_shared(op)
 
     async def finish(self, delivery: DeliveryRecord, owner: str) -> bool:
         update = (
@@ -189,7 +192,7 @@ class SQLiteWebhooks(WebhookStore):
             owner,
             delivery.attempts,
         )
-        return await self._engine.write(lambda conn: conn.execute(update, values).rowcount > 0)
+        return await self._engine.write_shared(lambda conn: conn.execute(update, values).rowcount > 0)
 
     async def next_due(self, endpoint_id: str) -> float | None:
         def op(conn: sqlite3.Connection) -> float | None:

@@ -1,0 +1,226 @@
+"""Webhook delivery: latency from a POST to its delivery at a local receiver, idle and under ingest load, and
+deliveries per second to 100 endpoints.
+
+A real `aitp serve` process (fresh SQLite file, or a fresh database on a MongoDB URL) and this process,
+which both posts and receives (a uvicorn receiver on 127.0.0.1, admitted by AITP_WEBHOOK_ALLOW), so one
+clock times both ends: a message carries its post start (`perf_counter_ns`) and its delivery's latency is
+its arrival minus that (the commit, the answer and the delivery engine's wake-up, read, sign and POST).
+
+- idle: one endpoint; messages posted one at a time, each once the previous one arrived.
+- under load: the same, while `--writers` clients post as fast as they can to another thread (whose
+  events no endpoint takes: the load is the store's and the engine's, not the receiver's).
+- throughput: `--endpoints` endpoints, one per actor, all actors in one thread; `--burst` messages posted
+  at once; deliveries per second from the first post to the last delivery.
+
+Run: python bench/webhooks.py [--messages 200] [--writers 8] [--endpoints 100] [--burst 50] [--store sqlite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import uvicorn
+from harness import ADMIN, RESULTS, BenchError, load_average, machine_info, run_main, stage, start_aitp, store_for
+from harness import write_result as save
+
+from aitp import testing
+
+OUT = RESULTS / "webhooks.json"
+MESSAGE = "thread.message.created"
+
+
+class Receiver:
+    """Records each message delivery's latency (arrival minus the post start the message carries)."""
+
+    def __init__(self) -> None:
+        self.latencies_ns: list[int] = []
+        self.count = 0
+        self.arrived = asyncio.Event()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body, more = body + message.get("body", b""), message.get("more_body", False)
+        arrived = time.perf_counter_ns()
+        event = orjson.loads(body)
+        sent = int(event["data"]["content"][0]["text"]["value"].split()[-1])
+        self.latencies_ns.append(arrived - sent)
+        self.count += 1
+        self.arrived.set()
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def until(self, count: int) -> None:
+        while self.count < count:
+            self.arrived.clear()
+            await self.arrived.wait()
+
+
+def percentiles(values_ns: list[int]) -> dict[str, float]:
+    ms = sorted(v / 1e6 for v in values_ns)
+    return {
+        "n": len(ms),
+        "p50_ms": statistics.median(ms),
+        "p99_ms": ms[min(len(ms) - 1, int(len(ms) * 0.99))],
+        "max_ms": ms[-1],
+    }
+
+
+class Bench:
+    def __init__(self, server: testing.ServerProcess, receiver: Receiver, port: int, args: argparse.Namespace) -> None:
+        self.base = server.base_url + "/v1"
+        self.receiver = receiver
+        self.hooks = f"http://127.0.0.1:{port}"
+        self.args = args
+        self.http = httpx.AsyncClient(
+            base_url=self.base, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60, limits=httpx.Limits()
+        )
+
+    async def key(self, actor: str) -> dict[str, str]:
+        response = await self.http.post("/keys", json={"actor": actor})
+        response.raise_for_status()
+        return {"Authorization": f"Bearer {response.json()['key']}"}
+
+    async def thread(self, actors: list[str], headers: dict[str, str]) -> str:
+        response = await self.http.post("/threads", json={"actors": [{"id": a} for a in actors]}, headers=headers)
+        response.raise_for_status()
+        thread_id: str = response.json()["id"]
+        return thread_id
+
+    async def hook(self, headers: dict[str, str], path: str) -> None:
+        body = {"url": f"{self.hooks}/{path}", "event_types": [MESSAGE]}
+        response = await self.http.post("/webhooks", json=body, headers=headers)
+        if response.status_code != 200:
+            raise BenchError(f"POST /webhooks answered {response.status_code}: {response.text[:300]}")
+
+    async def post(self, thread_id: str, headers: dict[str, str], text: str) -> None:
+        response = await self.http.post(f"/threads/{thread_id}/messages", json={"content": text}, headers=headers)
+        if response.status_code != 200:
+            raise BenchError(f"POST message answered {response.status_code}: {response.text[:300]}")
+
+    async def one_at_a_time(self, thread_id: str, headers: dict[str, str], messages: int) -> dict[str, float]:
+        start = len(self.receiver.latencies_ns)
+        for k in range(messages):
+            await self.post(thread_id, headers, f"hook {k} {time.perf_counter_ns()}")
+            await stage(f"deliver message {k}", self.receiver.until(start + k + 1), self.args.stage_timeout)
+        return percentiles(self.receiver.latencies_ns[start:])
+
+    async def run(self) -> dict[str, Any]:
+        args = self.args
+        alice = await self.key("alice")
+        thread_id = await self.thread(["alice"], alice)
+        await self.hook(alice, "alice")
+        await self.one_at_a_time(thread_id, alice, 5)  # warm-up
+        idle = await self.one_at_a_time(thread_id, alice, args.messages)
+
+        loader = await self.key("loader")
+        busy_thread = await self.thread(["loader"], loader)
+        stop, written = asyncio.Event(), [0]
+
+        async def write() -> None:
+            while not stop.is_set():
+                await self.post(busy_thread, loader, f"load {time.perf_counter_ns()}")
+                written[0] += 1
+
+        writers = [asyncio.create_task(write()) for _ in range(args.writers)]
+        started = time.perf_counter()
+        try:
+            await asyncio.sleep(0.5)
+            loaded = await self.one_at_a_time(thread_id, alice, args.messages)
+        finally:
+            stop.set()
+            await asyncio.gather(*writers)
+        load_rate = written[0] / (time.perf_counter() - started)
+
+        actors = [f"a{n}" for n in range(args.endpoints)]
+        keys = [await self.key(actor) for actor in actors]
+        wide = await self.thread(actors, keys[0])
+        for n, headers in enumerate(keys):
+            await self.hook(headers, f"e{n}")
+        before = self.receiver.count
+        expected = before + args.burst * args.endpoints
+        began = time.perf_counter()
+        await asyncio.gather(
+            *(self.post(wide, keys[k % len(keys)], f"burst {k} {time.perf_counter_ns()}") for k in range(args.burst))
+        )
+        await stage(f"{args.burst * args.endpoints} deliveries", self.receiver.until(expected), args.stage_timeout)
+        elapsed = time.perf_counter() - began
+        burst = percentiles(self.receiver.latencies_ns[before:])
+        return {
+            "idle": idle,
+            "under_load": {**loaded, "load_messages_per_s": load_rate, "writers": args.writers},
+            "throughput": {
+                "endpoints": args.endpoints,
+                "deliveries": args.burst * args.endpoints,
+                "seconds": elapsed,
+                "deliveries_per_s": args.burst * args.endpoints / elapsed,
+                "latency": burst,
+            },
+            "loadavg_after": load_average(),
+        }
+
+
+async def measure(args: argparse.Namespace, store_url: str, tmp: Path) -> dict[str, Any]:
+    receiver, port = Receiver(), testing.free_port()
+    config = uvicorn.Config(
+        receiver, host="127.0.0.1", port=port, log_level="warning", lifespan="off", access_log=False
+    )
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    env = {"AITP_WEBHOOK_ALLOW": f"http://127.0.0.1:{port}/", "AITP_MAX_ACTORS": str(args.endpoints + 8)}
+    aitp = start_aitp(store_url, tmp / "serve.log", env=env)
+    bench = Bench(aitp, receiver, port, args)
+    try:
+        return await bench.run()
+    finally:
+        await bench.http.aclose()
+        aitp.stop()
+        server.should_exit = True
+        await serving
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=200, help="messages timed idle, and again under load")
+    parser.add_argument("--writers", type=int, default=8, help="concurrent writers of the ingest load")
+    parser.add_argument("--endpoints", type=int, default=100)
+    parser.add_argument("--burst", type=int, default=50, help="messages posted at once to the endpoints' thread")
+    parser.add_argument("--store", default="sqlite", help="'sqlite' (a fresh file) or a mongodb:// URL")
+    parser.add_argument("--stage-timeout", type=float, default=120.0)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="aitp-webhooks-") as tmp, store_for(args.store, Path(tmp), "hooks") as url:
+        figures = asyncio.run(measure(args, url, Path(tmp)))
+    result = {
+        "parameters": {k: v for k, v in vars(args).items() if k != "out"} | {"out": str(args.out)},
+        "machine": machine_info(),
+        **figures,
+    }
+    save(result, args.out)
+    idle, loaded, wide = figures["idle"], figures["under_load"], figures["throughput"]
+    print(f"webhook latency idle:       p50 {idle['p50_ms']:.1f} ms  p99 {idle['p99_ms']:.1f} ms  (n={idle['n']})")
+    print(
+        f"webhook latency under load: p50 {loaded['p50_ms']:.1f} ms  p99 {loaded['p99_ms']:.1f} ms"
+        f"  ({loaded['load_messages_per_s']:.0f} msg/s of load from {loaded['writers']} writers)"
+    )
+    print(
+        f"deliveries to {wide['endpoints']} endpoints: {wide['deliveries_per_s']:.0f}/s"
+        f"  ({wide['deliveries']} in {wide['seconds']:.1f} s; p99 {wide['latency']['p99_ms']:.0f} ms)"
+    )
+
+
+if __name__ == "__main__":
+    run_main(main, "webhooks")

@@ -119,7 +119,7 @@ async def modify_webhook(
 
 @router.post(
     "/webhooks/{webhook_id}/rotate_secret",
-    responses=error_responses(*KEYED, 404),
+    responses=error_responses(*KEYED, *BODY, 404),
     response_model=CreatedWebhook,
     summary="A new signing secret; the previous one still signs for a grace period",
 )

@@ -38,6 +38,7 @@ CLIENT_TIMEOUT = 10
 class PostRoute:
     template: str
     required: tuple[str, ...] | None  # the body's required fields; None: the body itself is optional
+    takes_body: bool = True  # False: an action on the object its path names (rotate a secret, redeliver)
 
     def __str__(self) -> str:
         return self.template
@@ -51,7 +52,9 @@ def post_routes() -> list[PostRoute]:
         if not (isinstance(route, APIRoute) and "POST" in route.methods and route.path.startswith("/v1/")):
             continue
         body = route.body_field
-        assert body is not None, f"POST {route.path} takes no body: say here what an empty one means"
+        if body is None:  # an action: the empty body is the whole request, answered as any other
+            found.append(PostRoute(route.path, None, takes_body=False))
+            continue
         required = None
         if body.field_info.is_required():
             schema = body.field_info.annotation.model_json_schema()  # type: ignore[union-attr]
@@ -129,7 +132,8 @@ def ids(server: ServerProcess) -> dict[str, str]:
 def test_an_empty_body_is_answered_at_once(
     server: ServerProcess, ids: dict[str, str], route: PostRoute, variant: str
 ) -> None:
-    path = re.sub(r"\{(\w+)\}", lambda match: ids[match[1]], route.template)
+    # an id this test does not make names nothing: the answer is a 404, as promptly
+    path = re.sub(r"\{(\w+)\}", lambda match: ids.get(match[1], "missing"), route.template)
     head = f"POST {path} HTTP/1.1\r\nHost: aitp.test\r\nAuthorization: Bearer {ADMIN_KEY}\r\n".encode()
     rest = VARIANTS[variant].replace(b"{key}", uuid.uuid4().hex.encode())
     try:
@@ -137,7 +141,9 @@ def test_an_empty_body_is_answered_at_once(
     except TimeoutError:
         pytest.fail(f"POST {route} with an empty body ({variant}): no answer within {CLIENT_TIMEOUT} s")
     answer: Any = json.loads(body)
-    if route.required is None:
+    if not route.takes_body:
+        assert status in (200, 201, 404), answer
+    elif route.required is None:
         assert status in (200, 201), answer  # answered as for `{}`
         assert "error" not in answer
     else:

@@ -284,3 +284,49 @@ async def test_an_actor_manages_its_own_webhooks_and_an_admin_anyones(store: Sto
         deleted = await alice.delete(f"/webhooks/{hook['id']}")
         assert deleted.json() == {"id": hook["id"], "object": "webhook.deleted", "deleted": True}
         assert (await alice.get(f"/webhooks/{hook['id']}")).status_code == 404
+
+
+async def test_a_slow_endpoint_delays_no_other(store: Store) -> None:
+    held = asyncio.Event()  # the slow receiver answers nothing until the fast one has everything
+
+    class Slow(Receiver):
+        async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await held.wait()
+            await super().__call__(scope, receive, send)
+
+    async with receiving(Slow()) as slow, receiving() as fast, service(store, slow.url, fast.url) as api:
+        alice = await api.actor("alice")
+        threads = [await new_thread(alice, "alice") for _ in range(3)]
+        await register(alice, slow.url, event_types=[MESSAGE])
+        await register(alice, fast.url, event_types=[MESSAGE])
+        for n in range(12):
+            await post(alice, threads[n % 3], f"#{n}")
+        await fast.wait_for(lambda r: len(r.delivered) == 12)
+        assert slow.requests == []
+        held.set()
+        await slow.wait_for(lambda r: len(r.delivered) == 12)
+
+
+async def test_an_endpoint_failing_for_the_configured_days_is_disabled_and_health_counts_it(store: Store) -> None:
+    async with (
+        receiving(Receiver(answers=[500])) as receiver,
+        service(store, receiver.url, webhook_disable_days=0.0) as api,
+    ):
+        alice = await api.actor("alice")
+        thread_id = await new_thread(alice, "alice")
+        hook = await register(alice, receiver.url, event_types=[MESSAGE])
+        await post(alice, thread_id, "into the void")
+        await receiver.wait_for(lambda r: len(r.requests) == 1)
+        for _ in range(200):
+            disabled = (await alice.get(f"/webhooks/{hook['id']}")).json()
+            if not disabled["enabled"]:
+                break
+            await asyncio.sleep(0.025)
+        assert (disabled["enabled"], disabled["disabled_reason"]) == (False, "every attempt failed for 0 days")
+        assert disabled["failing_since"] is not None
+        [waiting] = await deliveries(alice, hook["id"])
+        assert (waiting["status"], waiting["last_status"]) == ("pending", 500)  # kept for when it is enabled
+
+        async with httpx.AsyncClient(transport=api._transport, base_url="http://aitp.test") as root:
+            counters = (await root.get("/health")).json()["webhooks"]
+        assert (counters["attempts"], counters["retrying"], counters["endpoints_disabled"]) == (1, 1, 1)

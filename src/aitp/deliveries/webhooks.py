@@ -205,15 +205,13 @@ class WebhookDeliveries:
                 wait = backoff(delivery.attempts, settings.webhook_retry_base, answer.retry_after)
                 delivery.next_attempt_at = min(at + wait, deadline)
         try:
-            recorded = await self.rt.store.webhooks.finish(delivery, self.owner)
+            if not await self.rt.store.webhooks.finish(delivery, self.owner):
+                self.counters["lost_leases"] += 1
+                return
+            self.counters[delivery.status if delivery.status != "pending" else "retrying"] += 1
             await self._note_health(endpoint, answer, at, disable)
-        except Exception:  # the lease runs out and the attempt is made again: at least once
+        except Exception:  # unrecorded: the lease runs out and the attempt is made again (at least once)
             log.exception("webhooks: recording the attempt of %s failed", delivery.id)
-            return
-        if not recorded:
-            self.counters["lost_leases"] += 1
-            return
-        self.counters[delivery.status if delivery.status != "pending" else "retrying"] += 1
 
     async def _note_health(self, endpoint: EndpointRecord, answer: Answer, at: float, disable: str | None) -> None:
         """Keep the endpoint's run of failures; disable it on 410 or after `webhook_disable_days` of them."""

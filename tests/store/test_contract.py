@@ -609,6 +609,39 @@ async def test_append_message_to_deleted_thread_is_none_and_writes_nothing(store
     assert await store.list_events(thread.id, after=0, limit=10) == [final]
 
 
+async def test_append_messages_stores_several_in_order_under_consecutive_seqs(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice", "bob"), ("one",))  # seqs 1, 2
+    batch = [message_rec(thread.id, text, actor="bob") for text in ("two", "three", "four")]
+
+    events = await store.append_messages(thread.id, [(m, message_created(m)) for m in batch])
+
+    assert [e.seq for e in events or []] == [3, 4, 5]
+    assert [m.seq for m in batch] == [3, 4, 5]
+    assert await texts_of(store, thread.id) == ["one", "two", "three", "four"]
+
+
+async def test_append_messages_writes_none_when_one_would_repeat_a_ref(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice",), ("one",))
+    first, second = message_rec(thread.id, "a"), message_rec(thread.id, "b")
+    refs = [ref_rec(thread.id, "request_decision", "r1", first), ref_rec(thread.id, "request_decision", "r1", second)]
+
+    with pytest.raises(DuplicateRef):
+        await store.append_messages(thread.id, [(m, message_created(m)) for m in (first, second)], refs)
+
+    assert await texts_of(store, thread.id) == ["one"]
+    assert await seqs(store, thread.id) == [1, 2]
+
+
+async def test_append_messages_writes_none_when_an_author_is_not_a_member(store: Store) -> None:
+    thread, _, _ = await make_thread(store, ("alice",))
+    mine, theirs = message_rec(thread.id, "a"), message_rec(thread.id, "b", actor="mallory")
+
+    with pytest.raises(AuthorNotMember):
+        await store.append_messages(thread.id, [(m, message_created(m)) for m in (mine, theirs)])
+
+    assert await texts_of(store, thread.id) == []
+
+
 async def test_get_message_only_within_its_own_thread(store: Store) -> None:
     first, [message], _ = await make_thread(store, ("alice",), ("hi",))
     second, _, _ = await make_thread(store, ("alice",), ("other",))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aitp.capabilities.correlate import Correlation, correlate
@@ -84,25 +85,59 @@ async def create_message(rt: Runtime, principal: Principal, thread_id: str, body
     limits.check_message(body.content, body.attachments, rt.settings)  # before any store call
     view = await readable_thread(rt, principal, thread_id, recent=True)  # the hot path: ~10% of a POST
     created_at = now()
+    record, done = await _prepared(rt, principal, view, body, created_at)
+    await _append(rt, principal, [record], done, created_at)
+    return record
+
+
+async def create_messages(
+    rt: Runtime, principal: Principal, thread_id: str, bodies: Sequence[NewMessage], param: str
+) -> list[MessageRecord]:
+    """Several messages in one write: all stored, in order, or none (`param` names the list in errors)."""
+    for i, body in enumerate(bodies):
+        limits.check_message(body.content, body.attachments, rt.settings, f"{param}[{i}]")
+    view = await readable_thread(rt, principal, thread_id)
+    created_at = now()
+    records, done = [], Correlation()
+    for i, body in enumerate(bodies):
+        record, correlation = await _prepared(rt, principal, view, body, created_at, f"{param}[{i}]")
+        records.append(record)
+        done.extend(correlation)
+    await _append(rt, principal, records, done, created_at)
+    return records
+
+
+async def _prepared(
+    rt: Runtime, principal: Principal, view: ThreadView, body: NewMessage, created_at: int, param: str = ""
+) -> tuple[MessageRecord, Correlation]:
+    """The message built and checked, and what it answers or asks (a refusal recipients caused is logged)."""
     try:
-        record, parts = build_message(rt, principal, view, body, created_at)
+        record, parts = build_message(rt, principal, view, body, created_at, param)
     except CapabilityNotSupported as refused:
         if refused.by_recipients:
-            await rt.store.append_event(thread_id, refusal_event(thread_id, refused, created_at))
+            await rt.store.append_event(view.thread.id, refusal_event(view.thread.id, refused, created_at))
         raise
-    done = await correlate(rt.store, thread_id, record.id, record.actor, parts) if parts else Correlation()
+    if not parts:
+        return record, Correlation()
+    where = param_path(param, ["content"])
+    return record, await correlate(rt.store, view.thread.id, record.id, record.actor, parts, where)
+
+
+async def _append(
+    rt: Runtime, principal: Principal, records: list[MessageRecord], done: Correlation, created_at: int
+) -> None:
+    thread_id = records[0].thread_id
+    messages = [(r, NewEvent("thread.message.created", payloads.message_payload(r), created_at)) for r in records]
     try:
-        created = NewEvent("thread.message.created", payloads.message_payload(record), created_at)
-        stored = await rt.store.append_message(record, created, done.refs, done.releases)
+        stored = await rt.store.append_messages(thread_id, messages, done.refs, done.releases)
     except DuplicateRef as exc:
         raise done.conflict(exc) from None
-    except AuthorNotMember:  # removed since the actors were read (here or by another process)
+    except AuthorNotMember as exc:  # removed since the actors were read (here or by another process)
         if not principal.admin:
             raise thread_not_found(thread_id) from None  # what a non-member is told about a thread
-        raise not_a_member(record.actor, "metadata.actor") from None
+        raise not_a_member(exc.actor, "metadata.actor") from None
     if stored is None:
         raise thread_not_found(thread_id)  # deleted meanwhile
-    return record
 
 
 async def _message_in(rt: Runtime, thread_id: str, message_id: str, param: str = "message_id") -> MessageRecord:

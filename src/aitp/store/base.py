@@ -240,20 +240,33 @@ class Store(abc.ABC):
         if a ref exists or a release does not find its ref, and
         AuthorNotMember, writing nothing, if `message.actor` is not an actor of the thread (checked in the
         same transaction: the service may have validated the message against actors read earlier)."""
+        appended = await self.append_messages(message.thread_id, [(message, event)], refs, releases)
+        return None if appended is None else appended[0]
 
-        async def body(tx: Tx) -> EventRecord | None:
-            if not await tx.thread_is_live(message.thread_id):
+    async def append_messages(
+        self,
+        thread_id: str,
+        messages: Sequence[tuple[MessageRecord, NewEvent]],
+        refs: Sequence[CapabilityRef] = (),
+        releases: Sequence[RefRelease] = (),
+    ) -> list[EventRecord] | None:
+        """Several messages of one thread, each with its event, in one write: all or none (see
+        `append_message`)."""
+
+        async def body(tx: Tx) -> list[EventRecord] | None:
+            if not await tx.thread_is_live(thread_id):
                 return None
-            if not await tx.is_member(message.thread_id, message.actor):
-                raise AuthorNotMember(message.actor)
+            for author in dict.fromkeys(message.actor for message, _ in messages):
+                if not await tx.is_member(thread_id, author):
+                    raise AuthorNotMember(author)
             for release in releases:
                 if not await tx.release_ref(release):
                     raise DuplicateRef(release.kind, release.ref_id)
             await _insert_refs(tx, refs)
-            return await _append_message(tx, message, event)
+            return [await _append_message(tx, message, event) for message, event in messages]
 
         # appends are the most frequent write: they may share a commit (SQLite's group commit)
-        return await self._commit(message.thread_id, body, thread_changed=False, shared=True)
+        return await self._commit(thread_id, body, thread_changed=False, shared=True)
 
     async def update_message_metadata(
         self, thread_id: str, message_id: str, metadata: dict[str, str], render: MessageEventRenderer

@@ -1,18 +1,23 @@
 /**
- * The aitp chat UI: sign in with an actor key, follow the inbox over one WebSocket, list threads,
- * open one (messages, composer, side panel). Plain ES modules, no build step.
+ * The chat UI: sign in (a one-time link, or an access key), follow the inbox over one WebSocket, list
+ * conversations, open one (messages, composer, the people in it). Plain ES modules, no build step.
+ *
+ * On a phone the list, the conversation and its "About" panel are separate screens (`body[data-screen]`);
+ * on a wide screen they sit side by side.
  */
 
-import { createApi, listAll } from "./lib/api.js";
-import { showAlert } from "./lib/dom.js";
+import { ApiError, createApi, listAll } from "./lib/api.js";
 import { Identity } from "./lib/identity.js";
 import { Inbox } from "./lib/inbox.js";
+import { People } from "./lib/people.js";
+import { showError } from "./lib/plain-words.js";
 import * as session from "./lib/session.js";
 import { SidePanel } from "./lib/side-panel.js";
 import { ThreadList } from "./lib/thread-list.js";
 import { ThreadView } from "./lib/thread-view.js";
 
 const $ = (selector) => document.querySelector(selector);
+const PREVIEW_READS = 4; // threads whose last message is read at once after sign-in
 
 const elements = {
   signIn: $("#sign-in"),
@@ -22,11 +27,20 @@ const elements = {
   workspace: $("#workspace"),
   account: $("#account"),
   whoami: $("#whoami"),
+  myAvatar: $("#my-avatar"),
   signOut: $("#sign-out"),
   connection: $("#connection"),
   notice: $("#thread-notice"),
   conversation: $("#conversation"),
+  title: $("#thread-title"),
+  back: $("#back-to-list"),
+  showDetails: $("#show-details"),
 };
+
+function showScreen(screen) {
+  document.body.dataset.screen = screen;
+  elements.showDetails.setAttribute("aria-expanded", String(screen === "details"));
+}
 
 /** Everything that lives while one key is signed in. */
 class Session {
@@ -34,37 +48,47 @@ class Session {
     this.key = key;
     this.api = api;
     this.identity = identity;
+    this.people = new People(api);
     this.registry = [];
-    this.startedAt = Date.now() / 1000;
     this.fetching = new Map(); // thread id -> fetch again when done
     this.list = new ThreadList($("#threads"), {
       registry: () => this.registry,
       me: () => this.identity.actor,
+      people: this.people,
       createThread: (body, mine) => this.createThread(body, mine),
     });
     this.side = new SidePanel($("#details"), {
       registry: () => this.registry,
+      people: this.people,
       addActor: (actor) => this.view.addActor(actor),
     });
     this.view = new ThreadView(
       {
         main: elements.conversation,
-        title: $("#thread-title"),
+        title: elements.title,
         subtitle: $("#thread-subtitle"),
+        avatars: $("#thread-avatars"),
         log: $("#messages"),
         scroller: $("#scroller"),
         composer: $("#composer"),
+        newMessages: $("#new-messages"),
       },
       {
         api,
         identity,
+        people: this.people,
         sidePanel: this.side,
         onClosed: (id, why) => this.threadClosed(id, why),
-        onPosted: (message) => this.list.touch(message.thread_id, message, { live: false }),
+        onPosted: (message) => this.list.touch(message.thread_id, message),
       },
     );
+    this.people.onChange((actors) => {
+      this.list.render();
+      this.showWhoami();
+      if (this.view.thread?.actors.some((actor) => actors.has(actor.id))) this.view.refreshPeople();
+    });
     this.inbox = new Inbox({
-      key,
+      api,
       // first sign-in: from the inbox's position now (the thread list is read separately), not from 0
       cursor: session.storedCursor(key) ?? identity.inboxCursor,
       onEvent: (event) => this.onEvent(event),
@@ -78,13 +102,36 @@ class Session {
       this.api("GET", "/capabilities"),
     ]);
     this.registry = registry.data;
-    for (const thread of threads) {
-      this.list.upsert(thread);
-    }
+    for (const thread of threads) this.list.upsert(thread);
     this.list.showCreateForm();
     this.showWhoami();
     this.inbox.start();
+    this.readPreviews(threads.map((thread) => thread.id));
     if (threadId) await this.openThread(threadId);
+    else {
+      showScreen("list");
+      focusHeading($("#threads-heading"));
+    }
+  }
+
+  /** The last message and the people of each thread, a few threads at a time (for the list). */
+  async readPreviews(ids) {
+    const queue = [...ids];
+    const worker = async () => {
+      while (queue.length && current === this) {
+        const id = queue.shift();
+        try {
+          const [page] = await Promise.all([
+            this.api("GET", `/threads/${encodeURIComponent(id)}/messages?limit=1&order=desc`),
+            this.people.load(id),
+          ]);
+          if (page.data[0]) this.list.touch(id, page.data[0]);
+        } catch (error) {
+          if (error.status !== 404) console.warn(`Could not read the last message of ${id}`, error);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: PREVIEW_READS }, worker));
   }
 
   stop() {
@@ -93,27 +140,31 @@ class Session {
   }
 
   showWhoami() {
-    elements.whoami.textContent = this.identity.actor;
-    this.list.render();
+    const me = this.identity.actor;
+    elements.whoami.textContent = this.people.name(me);
+    elements.myAvatar.replaceChildren(this.people.avatar(me, "small"));
   }
 
-  async openThread(id) {
-    showAlert(elements.notice, "");
+  async openThread(id, { focus = true } = {}) {
+    showError(elements.notice, null);
     session.writeFragment(id);
     this.list.setOpen(id);
+    showScreen("conversation");
     try {
       await this.view.open(id);
+      if (focus) focusHeading(elements.title);
     } catch (error) {
       this.view.close();
       this.list.setOpen(null);
-      showAlert(elements.notice, error.message);
+      showError(elements.notice, error);
     }
   }
 
   threadClosed(id, why) {
     session.writeFragment(null);
     this.list.setOpen(null);
-    showAlert(elements.notice, why);
+    elements.notice.hidden = false;
+    elements.notice.textContent = why;
   }
 
   /** Create a thread with me (declaring `mine`) and the actors of `body`, then open it. */
@@ -123,23 +174,27 @@ class Session {
     const request = { ...body, actors: [{ id: me, capabilities: mine }, ...others] };
     const thread = await this.api("POST", "/threads", request);
     this.list.upsert(thread);
-    await this.openThread(thread.id);
+    await this.openThread(thread.id, { focus: false });
     $("#composer-text").focus();
   }
 
   onStatus({ state, detail, code }) {
     elements.connection.dataset.state = state;
     elements.connection.querySelector(".connection-text").textContent = detail;
-    if (code === 4401) signOut("The key was refused by the live connection; sign in again.");
+    if (state === "live") {
+      // the connection is back: what said it could not be reached is no longer true
+      for (const region of document.querySelectorAll('[role=alert][data-code="network_error"]')) showError(region, null);
+    }
+    if (code === 4401) signOut(new ApiError(401, { error: { code: "invalid_api_key", message: detail } }));
   }
 
   onEvent(event) {
     session.storeCursor(this.key, event.cursor);
     const id = event.thread_id;
-    const live = event.created_at >= this.startedAt - 2; // not a replay of what happened before sign-in
     switch (event.type) {
       case "thread.created":
         this.list.upsert(event.data, event.created_at);
+        this.people.load(id);
         break;
       case "thread.updated":
         this.list.upsert(event.data);
@@ -151,10 +206,11 @@ class Session {
       case "thread.actor.joined":
       case "thread.actor.updated":
         this.refreshThread(id);
+        this.people.load(id, true);
         break;
       case "thread.message.created":
         if (!this.list.has(id)) this.refreshThread(id);
-        this.list.touch(id, event.data, { live });
+        this.list.touch(id, event.data);
         break;
       default:
         break;
@@ -186,6 +242,12 @@ class Session {
 
 let current = null;
 
+/** Move focus to a heading (so screen readers announce where the user is), not to the page body. */
+function focusHeading(heading) {
+  if (!heading.hasAttribute("tabindex")) heading.setAttribute("tabindex", "-1");
+  heading.focus();
+}
+
 function showView(view) {
   document.body.dataset.view = view;
   elements.signIn.hidden = view !== "sign-in";
@@ -205,8 +267,14 @@ async function signIn(key, threadId = null) {
   await current.start(threadId);
 }
 
-/** Leave the workspace and show the sign-in form (with `message` as an alert). */
-function showSignIn(message = "") {
+/** Exchange a one-time sign-in code for a key of its own (no key is needed for this call). */
+async function keyOfCode(code) {
+  const signedIn = await createApi(null)("POST", "/sign-in", { code });
+  return signedIn.key;
+}
+
+/** Leave the workspace and show the sign-in form (with `error` as an alert). */
+function showSignIn(error = null) {
   current?.stop();
   current = null;
   session.forgetKey();
@@ -214,32 +282,48 @@ function showSignIn(message = "") {
   elements.connection.dataset.state = "idle";
   elements.connection.querySelector(".connection-text").textContent = "Not connected";
   showView("sign-in");
-  showAlert(elements.signInError, message);
+  showError(elements.signInError, error);
   elements.keyInput.focus();
 }
 
-function signOut(message = "") {
+function signOut(error = null) {
   elements.keyInput.value = "";
-  showSignIn(message);
+  showSignIn(error);
 }
 
 async function signInShowingErrors(key, threadId) {
-  showAlert(elements.signInError, "");
+  showError(elements.signInError, null);
   try {
     await signIn(key, threadId);
   } catch (error) {
-    showSignIn(`Could not sign in: ${error.message}`);
+    if (error.status === 401) error.sentence = "That access key isn't valid. Check it, or ask for a new sign-in link.";
+    showSignIn(error);
   }
 }
 
-/** `#key=…` signs in (then leaves the address bar); `#thread=…` opens a thread. */
+/** `#code=…` signs in (then leaves the address bar); `#thread=…` opens a thread. */
 async function followFragment() {
-  const { key, thread } = session.readFragment();
+  const { code, thread, key } = session.readFragment();
   if (key) {
+    // an old link with the key itself: not used, and taken out of the address bar and its history
+    session.writeFragment(null);
+    if (!current) showSignIn(new Error("This link is out of date. Ask for a new sign-in link."));
+    return;
+  }
+  if (code) {
     session.writeFragment(thread);
-    await signInShowingErrors(key, thread);
+    showError(elements.signInError, null);
+    let newKey;
+    try {
+      newKey = await keyOfCode(code);
+    } catch (error) {
+      showSignIn(error);
+      return;
+    }
+    await signInShowingErrors(newKey, thread);
   } else if (thread && current) {
     if (current.view.id !== thread) await current.openThread(thread);
+    else showScreen("conversation");
   }
 }
 
@@ -247,7 +331,7 @@ elements.signInForm.addEventListener("submit", async (event) => {
   event.preventDefault();
   const key = elements.keyInput.value.trim();
   if (!key) {
-    showAlert(elements.signInError, "Enter an actor key.");
+    showError(elements.signInError, new Error("Enter your access key, or open your sign-in link."));
     elements.keyInput.focus();
     return;
   }
@@ -258,6 +342,24 @@ elements.signInForm.addEventListener("submit", async (event) => {
 });
 
 elements.signOut.addEventListener("click", () => signOut());
+elements.back.addEventListener("click", (event) => {
+  event.preventDefault();
+  session.writeFragment(null);
+  current?.list.setOpen(null);
+  showScreen("list");
+  const link = current?.view.id && document.querySelector(`#thread-list li[data-thread-id="${CSS.escape(current.view.id)}"] a`);
+  if (link) link.focus();
+  else focusHeading($("#threads-heading"));
+});
+elements.showDetails.addEventListener("click", () => {
+  showScreen("details");
+  focusHeading($("#people-heading"));
+});
+$("#details").addEventListener("click", (event) => {
+  if (event.target.id !== "close-details") return;
+  showScreen("conversation");
+  elements.showDetails.focus();
+});
 // the skip link moves focus without touching the fragment (which names the open thread)
 document.querySelector(".skip-link").addEventListener("click", (event) => {
   event.preventDefault();
@@ -267,9 +369,9 @@ document.querySelector(".skip-link").addEventListener("click", (event) => {
 window.addEventListener("hashchange", followFragment);
 
 async function boot() {
-  const { key, thread } = session.readFragment();
+  const { code, key, thread } = session.readFragment();
   const stored = session.storedKey();
-  if (key) await followFragment();
+  if (code || key) await followFragment();
   else if (stored) await signInShowingErrors(stored, thread);
   else signOut();
 }

@@ -1,7 +1,7 @@
 """Browser fixtures: a real `aitp serve` process and Debian's Chromium driven by Playwright.
 
-Pages are opened signed in through the URL fragment the UI understands (`/#key=<key>&thread=<id>`),
-the same link `aitp serve` prints for the admin key. Agents talk to the same server over HTTP.
+Pages are opened signed in through the link the UI understands (`/#code=<one-time code>&thread=<id>`), as
+`aitp serve` prints for the admin: no key is ever put in a URL. Agents talk to the same server over HTTP.
 """
 
 from __future__ import annotations
@@ -74,10 +74,16 @@ class WebServer:
         """An HTTP client whose key acts as `actor`."""
         return self.client(self.key_for(actor))
 
-    def url(self, key: str, thread: str | None = None) -> str:
-        """The UI's address, signed in with `key` (and with `thread` open)."""
-        fragment = f"key={key}" + (f"&thread={thread}" if thread else "")
-        return f"{self.base_url}/#{fragment}"
+    def sign_in_code(self, key: str) -> str:
+        """A one-time sign-in code made by `key` (for its actor)."""
+        response = self.client(key).post("/sign-in-codes", json={})
+        assert response.status_code == 200, response.text
+        return response.json()["code"]
+
+    def url(self, key: str, thread: str | None = None, base_url: str | None = None) -> str:
+        """The UI's address, signing in as the actor of `key` with a one-time code (and with `thread` open)."""
+        fragment = f"code={self.sign_in_code(key)}" + (f"&thread={thread}" if thread else "")
+        return f"{base_url or self.base_url}/#{fragment}"
 
 
 @pytest.fixture(scope="module")

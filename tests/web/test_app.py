@@ -1,5 +1,6 @@
 """The chat UI's shell in a real browser: sign-in, the live thread list, threads, actors, the capability
-table, posting, resuming the inbox after a network drop, keyboard-only use and a 360 px screen.
+table (behind "Developer details"), posting, resuming the inbox after a network drop, keyboard-only use and
+a phone's separate screens.
 
 Every message or actor the UI creates is checked through the HTTP API as well.
 """
@@ -68,7 +69,7 @@ def test_signing_in_with_the_form_lists_my_threads_and_says_who_i_am(page: Page,
     create_thread(web_server.agent(bank), actors=[{"id": alice}], metadata={"title": "Savings"})
 
     page.goto(web_server.base_url)
-    page.get_by_label("Actor key").fill(key)
+    page.get_by_label("Access key").fill(key)
     page.get_by_role("button", name="Sign in").click()
 
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")
@@ -80,16 +81,22 @@ def test_signing_in_with_the_form_lists_my_threads_and_says_who_i_am(page: Page,
 
 def test_a_bad_key_in_the_form_shows_the_servers_error(page: Page, web_server: WebServer) -> None:
     page.goto(web_server.base_url)
-    page.get_by_label("Actor key").fill("aitp_not_a_key")
+    page.get_by_label("Access key").fill("aitp_not_a_key")
     page.get_by_role("button", name="Sign in").click()
 
     expect(page.locator("#sign-in-error")).to_have_attribute("role", "alert")
-    expect(page.locator("#sign-in-error")).to_contain_text("Incorrect API key provided.")
+    expect(page.locator("#sign-in-error .sentence")).to_have_text(
+        "That access key isn't valid. Check it, or ask for a new sign-in link."
+    )
+    page.locator("#sign-in-error summary").click()  # the server's own words, for developers
+    expect(page.locator("#sign-in-error code")).to_contain_text("Incorrect API key provided.")
     expect(page.locator("#workspace")).to_be_hidden()
     assert page.evaluate("sessionStorage.getItem('aitp.key')") is None
 
 
-def test_the_key_link_signs_in_opens_the_thread_and_leaves_the_address_bar(page: Page, web_server: WebServer) -> None:
+def test_the_sign_in_link_signs_in_opens_the_thread_and_leaves_the_address_bar(
+    page: Page, web_server: WebServer
+) -> None:
     alice, shop = unique("alice"), unique("shop")
     key = web_server.key_for(alice)
     thread = create_thread(web_server.agent(shop), actors=[{"id": alice}], messages=["Which size?"])
@@ -97,7 +104,7 @@ def test_the_key_link_signs_in_opens_the_thread_and_leaves_the_address_bar(page:
     open_ui(page, web_server, key, thread["id"])
 
     expect(message_article(page, "Which size?")).to_have_attribute("data-actor", shop)
-    assert "key=" not in page.url
+    assert "code=" not in page.url
     assert page.url.endswith(f"#thread={thread['id']}")
     # the key lives in this tab's sessionStorage: a reload stays signed in, on the same thread
     page.reload()
@@ -105,12 +112,29 @@ def test_the_key_link_signs_in_opens_the_thread_and_leaves_the_address_bar(page:
     expect(message_article(page, "Which size?")).to_be_visible()
 
 
-def test_a_bad_key_in_the_link_shows_the_error_and_the_sign_in_form(page: Page, web_server: WebServer) -> None:
-    page.goto(web_server.url("aitp_wrong"))
+def test_a_used_sign_in_link_shows_why_and_the_sign_in_form(page: Page, web_server: WebServer) -> None:
+    link = web_server.url(web_server.key_for(unique("alice")))
+    page.goto(link)
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    page.evaluate("sessionStorage.clear()")
 
-    expect(page.get_by_role("alert")).to_contain_text("Incorrect API key provided.")
-    expect(page.get_by_label("Actor key")).to_be_focused()
+    page.goto(web_server.base_url + "/health")
+    page.goto(link)  # the same code again: it worked once
+
+    expect(page.locator("#sign-in-error .sentence")).to_have_text(
+        "This sign-in link has expired or was already used. Ask for a new one."
+    )
+    expect(page.get_by_label("Access key")).to_be_focused()
+    assert "code=" not in page.url
+
+
+def test_an_old_link_with_a_key_is_not_used_and_leaves_the_address_bar(page: Page, web_server: WebServer) -> None:
+    key = web_server.key_for(unique("alice"))
+    page.goto(f"{web_server.base_url}/#key={key}")
+
+    expect(page.locator("#sign-in-error")).to_contain_text("This link is out of date.")
     assert "key=" not in page.url
+    assert page.evaluate("sessionStorage.getItem('aitp.key')") is None
 
 
 def test_signing_out_forgets_the_key(page: Page, web_server: WebServer) -> None:
@@ -118,7 +142,7 @@ def test_signing_out_forgets_the_key(page: Page, web_server: WebServer) -> None:
 
     page.get_by_role("button", name="Sign out").click()
 
-    expect(page.get_by_label("Actor key")).to_be_visible()
+    expect(page.get_by_label("Access key")).to_be_visible()
     expect(page.locator("#connection")).to_have_attribute("data-state", "idle")
     assert page.evaluate("sessionStorage.getItem('aitp.key')") is None
 
@@ -159,12 +183,11 @@ def test_creating_a_thread_and_posting_text_from_the_ui(page: Page, web_server: 
     shop_agent = web_server.agent(shop)
     open_ui(page, web_server, web_server.key_for(alice))
 
-    page.locator("#threads summary").click()
-    form = page.get_by_role("form", name="New thread")
-    form.get_by_label("Title (optional)").fill("Socks")
-    form.get_by_role("button", name="Add an actor").click()
-    form.get_by_label("Actor id").fill(shop)
-    form.get_by_role("button", name="Create thread").click()
+    page.get_by_text("New conversation").click()
+    form = page.get_by_role("form", name="New conversation")
+    form.get_by_label("Who do you want to talk to?").fill(shop)
+    form.get_by_label("Subject (optional)").fill("Socks")
+    form.get_by_role("button", name="Start conversation").click()
 
     expect(page.locator("#thread-title")).to_have_text("Socks")
     thread_id = page.url.split("#thread=")[1]
@@ -219,7 +242,16 @@ def test_a_refused_message_shows_the_servers_error(page: Page, web_server: WebSe
     expect(alert).to_be_visible()
     refused = agent.post(f"/threads/{thread['id']}/messages", json={"content": composer.input_value()})
     assert refused.status_code == 422
-    expect(alert).to_have_text(refused.json()["error"]["message"])
+    # a sentence for the customer; the code, param and the server's message for developers, folded
+    expect(alert.locator(".sentence")).to_have_text(
+        "The service doesn't know this kind of message, so it was not sent."
+    )
+    expect(alert.locator("code")).to_be_hidden()
+    alert.get_by_text("Details").click()
+    error = refused.json()["error"]
+    expect(alert.locator("code")).to_have_text(
+        f"HTTP 422 · code {error['code']} · param {error['param']} · {error['message']}"
+    )
     assert messages_of(agent, thread["id"]) == []
 
 
@@ -229,9 +261,11 @@ def test_adding_an_actor_updates_the_side_panel_and_the_capability_table(page: P
     thread = create_thread(agent, actors=[{"id": alice, "capabilities": [DECISIONS, DATA_REQUEST]}])
     open_ui(page, web_server, web_server.key_for(alice), thread["id"])
     table = page.locator("#details .negotiated-list")
+    expect(table).to_be_hidden()  # the protocol view is for developers: folded
+    page.get_by_text("Developer details").click()
     expect(table.locator('li[data-capability="aitp-03-data-request"] .version')).to_have_text("v1.0.0")
 
-    page.locator("#details summary").click()
+    page.locator("#details .add-actor-disclosure summary").click()
     form = page.get_by_role("form", name="Add an actor")
     form.get_by_label("Actor id").fill(shop)
     form.get_by_label(re.compile("AITP-02")).check()
@@ -256,12 +290,14 @@ def test_the_side_panel_follows_actors_another_member_adds(page: Page, web_serve
     shop_agent = web_server.agent(shop)
     thread = create_thread(shop_agent, actors=[{"id": alice, "capabilities": [DECISIONS]}])
     open_ui(page, web_server, web_server.key_for(alice), thread["id"])
+    page.get_by_text("Developer details").click()
     table = page.locator("#details .negotiated-list")
     expect(table.locator('li[data-capability="aitp-02-decisions"] .unsupported')).to_have_text(shop)
 
     response = shop_agent.post(f"/threads/{thread['id']}/actors", json={"id": courier, "capabilities": [DECISIONS]})
     assert response.status_code == 200, response.text
 
+    expect(page.locator(f'#details li.person[data-actor="{courier}"]')).to_be_visible()
     expect(page.locator(f'#details li.actor[data-actor="{courier}"]')).to_be_visible()
     expect(table.locator('li[data-capability="aitp-02-decisions"] .supported')).to_have_text(f"{alice}, {courier}")
 
@@ -292,9 +328,11 @@ def test_a_capability_message_i_cannot_read_shows_as_a_refusal_line(page: Page, 
     refused = shop_agent.post(f"/threads/{thread['id']}/messages", json={"content": json.dumps(request)})
     assert refused.status_code == 422 and refused.json()["error"]["unsupported_by"] == [alice], refused.text
 
-    expect(page.locator(".system-line[data-event=refused]")).to_have_text(
-        f"{shop} sent a request_decision (aitp-02-decisions 1.0.0) that was refused: you cannot read it."
+    line = page.locator(".system-line[data-event=refused]")
+    expect(line.locator("span").first).to_have_text(
+        f"{shop} sent a message that could not be delivered: you can't read that kind of message."
     )
+    expect(line.locator("code")).to_have_text("request_decision · aitp-02-decisions 1.0.0")
 
 
 def test_an_admin_link_posts_as_a_member_it_chooses(page: Page, web_server: WebServer) -> None:
@@ -392,7 +430,7 @@ def test_after_a_network_drop_the_inbox_resumes_without_loss_duplicates_or_reloa
     alice, shop = unique("alice"), unique("shop")
     shop_agent = web_server.agent(shop)
     thread = create_thread(shop_agent, actors=[{"id": alice}], messages=["Before the drop"])
-    page.goto(f"http://127.0.0.1:{link.port}/#key={web_server.key_for(alice)}&thread={thread['id']}")
+    page.goto(web_server.url(web_server.key_for(alice), thread["id"], base_url=f"http://127.0.0.1:{link.port}"))
     status = page.locator("#connection")
     expect(status).to_have_attribute("data-state", "live")
     expect(message_article(page, "Before the drop")).to_be_visible()
@@ -457,7 +495,7 @@ def test_signing_in_and_posting_with_the_keyboard_only(page: Page, web_server: W
     key = web_server.key_for(alice)
     page.goto(web_server.base_url)
 
-    expect(page.get_by_label("Actor key")).to_be_focused()
+    expect(page.get_by_label("Access key")).to_be_focused()
     page.keyboard.type(key)
     page.keyboard.press("Enter")
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")
@@ -485,8 +523,10 @@ def test_signing_in_and_posting_with_the_keyboard_only(page: Page, web_server: W
 
 def test_every_control_is_labelled_and_the_landmarks_exist(page: Page, web_server: WebServer) -> None:
     a_thread_of_my_own(page, web_server)
-    page.locator("#threads summary").click()
-    page.locator("#details summary").click()
+    page.get_by_text("New conversation").click()
+    page.get_by_text("Developer options").click()
+    page.get_by_text("Developer details").click()
+    page.locator("#details .add-actor-disclosure summary").click()
 
     unlabelled = page.evaluate(
         """() => [...document.querySelectorAll('input, select, textarea, button')]
@@ -499,26 +539,45 @@ def test_every_control_is_labelled_and_the_landmarks_exist(page: Page, web_serve
         expect(page.get_by_role(role)).to_have_count(1)
 
 
-def test_the_ui_fits_a_360_pixel_wide_screen(page: Page, web_server: WebServer) -> None:
+def test_on_a_phone_the_list_and_the_conversation_are_separate_screens_with_a_pinned_composer(
+    page: Page, web_server: WebServer
+) -> None:
     alice, shop = unique("alice"), unique("shop")
     shop_agent = web_server.agent(shop)
     thread = create_thread(
         shop_agent,
         actors=[{"id": alice, "capabilities": [DECISIONS, DATA_REQUEST]}],
-        messages=["A long line " + "without-any-break-" * 20],
+        metadata={"title": "Phone"},
+        messages=["A long line " + "without-any-break-" * 20, *[f"Message {n}" for n in range(30)]],
     )
-    page.set_viewport_size({"width": 360, "height": 740})
-    open_ui(page, web_server, web_server.key_for(alice), thread["id"])
-    page.locator("#details summary").click()
-    page.locator("#threads summary").click()
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_ui(page, web_server, web_server.key_for(alice))
 
+    # first the list, alone
+    expect(page.locator("#threads")).to_be_visible()
+    expect(page.locator("#conversation")).to_be_hidden()
+    page.get_by_role("link", name=re.compile("Phone")).click()
+
+    # then the conversation, alone, its composer pinned to the bottom of the screen
+    expect(page.locator("#threads")).to_be_hidden()
+    expect(message_article(page, "Message 29")).to_be_in_viewport()
+    composer = page.locator("#composer").bounding_box()
+    assert composer is not None and 844 - 2 <= composer["y"] + composer["height"] <= 844 + 1
+    page.locator("#scroller").evaluate("node => node.scrollTop = 0")
+    composer_after = page.locator("#composer").bounding_box()
+    assert composer_after == composer  # the messages scroll, the composer stays
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+
+    # the people and the protocol view on a screen of their own
+    page.get_by_role("button", name="About").click()
     expect(page.locator("#details")).to_be_visible()
-    assert page.evaluate("document.scrollingElement.scrollWidth") <= 360
-    # the side panel stacks under the conversation instead of beside it
-    conversation = page.locator("#conversation").bounding_box()
-    details = page.locator("#details").bounding_box()
-    assert conversation is not None and details is not None
-    assert details["y"] >= conversation["y"] + conversation["height"] - 1
+    expect(page.locator("#conversation")).to_be_hidden()
+    page.get_by_role("button", name="Back to the conversation").click()
+    expect(page.locator("#conversation")).to_be_visible()
+
+    page.get_by_role("link", name="Conversations").click()
+    expect(page.locator("#threads")).to_be_visible()
+    expect(page.locator(f'#thread-list li[data-thread-id="{thread["id"]}"] a')).to_be_focused()
 
 
 def test_a_thread_i_am_removed_from_leaves_my_list_and_the_open_view_says_so(page: Page, web_server: WebServer) -> None:

@@ -126,7 +126,17 @@ def test_products_render_as_cards_and_buying_a_variant_posts_a_decision(page: Pa
     soundcore.get_by_label("Quantity").fill("2")
     soundcore.get_by_role("button", name="Buy Soundcore by Anker, Cream").click()
 
-    expect(card).to_contain_text(f"Answered by {conversation.user}")
+    # an order summary first, with its total; nothing is sent before Confirm
+    order = card.get_by_role("group", name="Your order")
+    expect(order.locator(".aitp-order-item dd")).to_have_text("Soundcore by Anker, Cream")
+    expect(order.locator(".aitp-order-quantity dd")).to_have_text("2 × $74.99")
+    expect(order.locator(".aitp-order-total dd")).to_have_text("$149.98")
+    confirm = order.get_by_role("button", name="Confirm order")
+    expect(confirm).to_be_focused()
+    assert conversation.answers("decision") == []
+    confirm.click()
+
+    expect(card.locator(".aitp-notes")).to_have_text("You chose: Soundcore by Anker, Cream ×2")
     payload, aitp = answered_with(conversation, "decision")
     assert payload == {
         "$schema": DECISIONS,
@@ -139,10 +149,9 @@ def test_products_render_as_cards_and_buying_a_variant_posts_a_decision(page: Pa
     expect(card.locator("fieldset.aitp-controls")).to_have_attribute("disabled", "")
     expect(first.get_by_role("button", name="Buy JBL Tour One M2")).to_be_disabled()
     # the decision itself renders as a summary naming the request it answers
-    decision = page.locator('[data-renderer="decision"]')
-    expect(decision).to_contain_text("Answer to “Recommended Products”")
-    expect(decision).to_contain_text("Soundcore by Anker, Cream")
-    expect(decision).to_contain_text("× 2")
+    decision = page.get_by_role("region", name="Answer to “Recommended Products”")
+    expect(decision).to_have_attribute("data-renderer", "decision")
+    expect(decision).to_have_text("You chose Soundcore by Anker, Cream × 2")
 
 
 def test_cards_fit_a_360_pixel_wide_screen(page: Page, conversation: Conversation) -> None:
@@ -193,7 +202,7 @@ def test_a_radio_choice_made_with_the_keyboard_posts_one_option(page: Page, conv
     expect(card.get_by_role("button", name="Submit choice")).to_be_focused()
     page.keyboard.press("Enter")
 
-    expect(card).to_contain_text(f"Answered by {conversation.user}: 7")
+    expect(card).to_contain_text("You chose: 7")
     payload, _ = answered_with(conversation, "decision")
     assert payload["decision"] == {
         "request_decision_id": request["request_decision"]["id"],
@@ -212,7 +221,7 @@ def test_checkboxes_post_every_chosen_option(page: Page, conversation: Conversat
     card.get_by_label("Green").check()
     card.get_by_role("button", name="Submit choices").click()
 
-    expect(card).to_contain_text("Answered by")
+    expect(card).to_contain_text("You chose")
     payload, _ = answered_with(conversation, "decision")
     assert payload["decision"]["options"] == [{"id": "blue", "name": "Blue"}, {"id": "green", "name": "Green"}]
 
@@ -224,7 +233,7 @@ def test_a_confirmation_is_one_button_per_option(page: Page, conversation: Conve
     expect(card.get_by_role("button")).to_have_count(3)
     card.get_by_role("button", name="No, that's not healthy").click()
 
-    expect(card).to_contain_text("Answered by")
+    expect(card).to_contain_text("You chose")
     payload, _ = answered_with(conversation, "decision")
     assert payload["decision"]["options"] == [{"id": "2", "name": "No, that's not healthy"}]
 
@@ -244,12 +253,12 @@ def test_a_request_answered_by_someone_else_is_disabled_live(
 
     answer = {"request_decision_id": request["request_decision"]["id"], "options": [{"id": "1"}]}
     conversation.agent_posts({"$schema": DECISIONS, "decision": answer}, client=friend)
-    expect(card).to_contain_text(f"Answered by {friend_id}: Yes, eat the cookies")
+    expect(card).to_contain_text(f"{friend_id} chose: Yes, eat the cookies")
     for name in ("Yes, eat the cookies", "No, that's not healthy", "Something else"):
         expect(card.get_by_role("button", name=name)).to_be_disabled()
 
     page.reload()  # already answered when the thread loads
-    expect(page.locator('[data-renderer="request_decision"]')).to_contain_text(f"Answered by {friend_id}")
+    expect(page.locator('[data-renderer="request_decision"]')).to_contain_text(f"{friend_id} chose")
 
 
 # ------------------------------------------------------------------ data requests
@@ -310,7 +319,7 @@ def test_a_data_request_opens_a_form_with_every_field_type_and_posts_data(
     form.get_by_role("button", name="Send").click()
 
     expect(form).to_be_hidden()
-    expect(card).to_contain_text(f"Answered by {conversation.user}")
+    expect(card).to_contain_text("You sent: ")
     expect(card.get_by_role("button", name="Fill out shipping details")).to_be_disabled()
     payload, aitp = answered_with(conversation, "data")
     assert (aitp["capability"], aitp["version"]) == ("aitp-03-data-request", "1.0.0")
@@ -326,7 +335,7 @@ def test_a_data_request_opens_a_form_with_every_field_type_and_posts_data(
         "phone": "+33 1 23 45 67 89",
     }
     data = page.locator('[data-renderer="data"]')
-    expect(data).to_contain_text("Answer to “Shipping details”")
+    expect(data).to_contain_text("You sent “Shipping details”")
     expect(data.locator('[data-field-id="email"] dd')).to_have_text("ada@example.com")
 
 
@@ -390,8 +399,10 @@ def test_a_refused_answer_shows_the_servers_error(page: Page, conversation: Conv
     form.get_by_role("button", name="Send").click()
 
     alert = form.get_by_role("alert")
-    expect(alert).to_contain_text("string too long")
-    expect(alert).to_contain_text("(content")  # the param the server named
+    expect(alert.locator(".sentence")).to_have_text("That is too long to send. Shorten it and try again.")
+    alert.get_by_text("Details").click()
+    expect(alert.locator("code")).to_contain_text("string too long")
+    expect(alert.locator("code")).to_contain_text("param content")  # the param the server named
     expect(form).to_be_visible()  # the user can fix it and send again
     form.get_by_label("Note").fill("short")
     form.get_by_role("button", name="Send").click()
@@ -463,7 +474,7 @@ def test_a_json_url_form_is_loaded_through_the_service(
     form.get_by_label("City").fill("Paris")
     form.get_by_role("button", name="Send").click()
 
-    expect(card).to_contain_text("Answered by user.near")
+    expect(card).to_contain_text("You sent: ")
     payload, _ = answered_with(conversation, "data")
     assert payload["data"] == {
         "request_data_id": "ship-1",
@@ -509,11 +520,16 @@ def test_paying_an_aitp_01_quote_posts_a_payment_and_shows_the_confirmation(
     expect(card.locator(".aitp-amount")).to_have_text("$12.50")
     expect(card).to_contain_text("socks.near")
     expect(card).to_contain_text("Expires")
-    expect(card.get_by_label("$12.50 · near_payment_channel (usdc.near)")).to_be_checked()
+    expect(card.get_by_label("$12.50 · USDC via NEAR payment channel")).to_be_checked()
     card.get_by_role("button", name="Pay $12.50").click()
+    # a review before anything is sent
+    review = card.get_by_role("group", name="Review the payment")
+    expect(review).to_contain_text("You are paying $12.50 to socks.near with USDC via NEAR payment channel.")
+    assert conversation.answers("payment") == []
+    review.get_by_role("button", name="Confirm payment").click()
 
     # paid only once the merchant confirms a success
-    expect(card).to_contain_text(f"Payment sent by {conversation.user}: waiting for its confirmation.")
+    expect(card).to_contain_text("Payment sent by you: waiting for its confirmation.")
     expect(card).to_have_attribute("data-payment-state", "authorized")
     expect(card.get_by_role("button", name="Pay $12.50")).to_be_disabled()
     payload, aitp = answered_with(conversation, "payment")
@@ -536,7 +552,7 @@ def test_paying_an_aitp_01_quote_posts_a_payment_and_shows_the_confirmation(
     expect(shown).to_contain_text("Your premium subscription has been activated!")
     expect(shown).to_contain_text("success")
     expect(shown.get_by_role("link", name="ORD-12345")).to_have_attribute("href", "https://example.com/orders/12345")
-    expect(card).to_contain_text(f"Paid by {conversation.user}: Your premium subscription has been activated!")
+    expect(card).to_contain_text("Paid by you: Your premium subscription has been activated!")
     expect(card).to_have_attribute("data-payment-state", "paid")
 
 
@@ -545,7 +561,9 @@ def test_a_failed_payment_leaves_pay_enabled_and_a_pending_one_shows_as_pending(
 ) -> None:
     card = conversation.shows(page, {"$schema": PAYMENTS, "quote": QUOTE}, "quote")
     pay = card.get_by_role("button", name="Pay $12.50")
+    confirm_payment = card.get_by_role("button", name="Confirm payment")
     pay.click()
+    confirm_payment.click()
     expect(card).to_have_attribute("data-payment-state", "authorized")
 
     def confirm(result: str, message: str) -> None:
@@ -559,6 +577,7 @@ def test_a_failed_payment_leaves_pay_enabled_and_a_pending_one_shows_as_pending(
     expect(card).to_have_attribute("data-payment-state", "failed")
     expect(pay).to_be_enabled()
     pay.click()  # the retry the service accepts after a failure
+    confirm_payment.click()
     expect(card).to_have_attribute("data-payment-state", "authorized")
     for _ in range(50):
         if len(conversation.answers("payment")) == 2:
@@ -567,10 +586,10 @@ def test_a_failed_payment_leaves_pay_enabled_and_a_pending_one_shows_as_pending(
     assert len(conversation.answers("payment")) == 2
 
     confirm("pending", "Waiting for the channel to settle")
-    expect(card).to_contain_text(f"Payment by {conversation.user} pending: Waiting for the channel to settle")
+    expect(card).to_contain_text("Payment by you pending: Waiting for the channel to settle")
     expect(pay).to_be_disabled()
     confirm("success", "Your socks are on their way")
-    expect(card).to_contain_text(f"Paid by {conversation.user}: Your socks are on their way")
+    expect(card).to_contain_text("Paid by you: Your socks are on their way")
     expect(pay).to_be_disabled()
 
     page.reload()  # the same standing when the thread loads
@@ -586,6 +605,7 @@ def test_paying_a_legacy_quote_posts_a_payment_authorization(page: Page, convers
     expect(card.locator(".aitp-amount")).to_have_text("$2.50")
     expect(card).to_contain_text("merchant.near")
     card.get_by_role("button", name="Pay $2.50").click()
+    card.get_by_role("button", name="Confirm payment").click()
 
     expect(card).to_contain_text("waiting for its confirmation")
     payload, aitp = answered_with(conversation, "payment_authorization")
@@ -599,7 +619,7 @@ def test_paying_a_legacy_quote_posts_a_payment_authorization(page: Page, convers
     conversation.agent_posts(result)
     expect(page.locator('[data-renderer="payment_result"]')).to_contain_text("Your red socks are on their way!")
     expect(page.locator('[data-renderer="payment_authorization"]')).to_contain_text("USDC")
-    expect(card).to_contain_text(f"Paid by {conversation.user}")
+    expect(card).to_contain_text("Paid by you")
 
 
 # ------------------------------------------------------------------ anything else

@@ -15,10 +15,11 @@ export class ApiError extends Error {
   }
 }
 
-/** `api(method, path, body?)`: call `/v1<path>` with `key`; resolves to the JSON body. */
+/** `api(method, path, body?)`: call `/v1<path>` with `key` (none: a call that needs no key); resolves to the
+ * JSON body. */
 export function createApi(key) {
   return async function api(method, path, body) {
-    const headers = { Authorization: `Bearer ${key}` };
+    const headers = key ? { Authorization: `Bearer ${key}` } : {};
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let response;
     try {

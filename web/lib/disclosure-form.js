@@ -1,10 +1,11 @@
 /**
  * A form folded in a <details> ("New thread", "Add an actor"): while `action` runs the submit button
- * is disabled; a refusal shows the server's message in the form's role=alert; success folds the form
+ * is disabled; a refusal shows as a sentence in the form's role=alert (the server's words under "Details"); success folds the form
  * and calls `done` (which usually builds a fresh one).
  */
 
-import { h, showAlert } from "./dom.js";
+import { h } from "./dom.js";
+import { showError } from "./plain-words.js";
 
 /**
  * @param {{summary: string, className: string, submitLabel: string, children: Node[],
@@ -12,18 +13,18 @@ import { h, showAlert } from "./dom.js";
  * @returns {HTMLDetailsElement}
  */
 export function disclosureForm({ summary, className, submitLabel, children, action, done }) {
-  const alert = h("p", { class: "alert", role: "alert", hidden: true });
+  const alert = h("div", { class: "alert", role: "alert", hidden: true });
   const submit = h("button", { type: "submit", class: "primary" }, submitLabel);
   const onsubmit = async (event) => {
     event.preventDefault();
-    showAlert(alert, "");
+    showError(alert, null);
     submit.disabled = true;
     try {
       await action();
       details.open = false;
       done();
     } catch (error) {
-      showAlert(alert, error.message);
+      showError(alert, error);
     } finally {
       submit.disabled = false;
     }

@@ -1,8 +1,9 @@
 /**
  * The one DOM builder of the UI and its renderers: `h("button", {type: "submit", onclick}, "Send")`.
  *
- * Message data only ever reaches the page as text nodes, attribute values or properties, never as
- * markup, so nothing a message says can become an element or a script.
+ * Message data reaches the page as text nodes, attribute values or properties, never as markup, so
+ * nothing a message says can become an element or a script; the one exception, message text as
+ * Markdown, goes through a sanitiser that keeps a few formatting tags (lib/markdown.js).
  */
 
 /**

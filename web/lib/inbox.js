@@ -5,6 +5,9 @@
  * when the socket drops (1006), the server restarts (1012) or calls us a slow consumer (4008),
  * reconnects with `after=<cursor>` after a growing pause, so no event is lost; events at or below the
  * cursor are dropped, so none is delivered twice. 4401 (bad key) and 4403 are final.
+ *
+ * The key never goes in the socket's URL (where console errors and server logs would show it): each
+ * connect first gets a one-time ticket (POST /v1/tickets, valid 30 s) and opens `?ticket=`.
  */
 
 const FINAL = new Map([
@@ -16,13 +19,13 @@ const BACKOFF_MS = [250, 500, 1000, 2000, 4000, 8000, 15000];
 export class Inbox {
   /**
    * @param {object} options
-   * @param {string} options.key the actor key
+   * @param {Function} options.api the API with the actor's key (for tickets)
    * @param {number} options.cursor resume after this cursor (0: from the start)
    * @param {(event: object) => void} options.onEvent each new event, in log order
    * @param {(status: {state: string, detail: string}) => void} options.onStatus connection changes
    */
-  constructor({ key, cursor, onEvent, onStatus }) {
-    this.key = key;
+  constructor({ api, cursor, onEvent, onStatus }) {
+    this.api = api;
     this.cursor = cursor;
     this.onEvent = onEvent;
     this.onStatus = onStatus;
@@ -47,12 +50,28 @@ export class Inbox {
     this.socket = null;
   }
 
-  #connect() {
+  async #connect() {
+    this.connecting = true;
+    this.onStatus({ state: "connecting", detail: this.attempt ? "Reconnecting…" : "Connecting…" });
+    let ticket;
+    try {
+      ticket = (await this.api("POST", "/tickets")).ticket;
+    } catch (error) {
+      this.connecting = false;
+      if (this.stopped) return;
+      if (error.status === 401) {
+        this.onStatus({ state: "failed", detail: FINAL.get(4401), code: 4401 });
+        return;
+      }
+      this.#scheduleReconnect();
+      return;
+    }
+    this.connecting = false;
+    if (this.stopped) return;
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const query = new URLSearchParams({ after: String(this.cursor), token: this.key });
+    const query = new URLSearchParams({ after: String(this.cursor), ticket });
     const socket = new WebSocket(`${scheme}://${location.host}/v1/actors/me/events/ws?${query}`);
     this.socket = socket;
-    this.onStatus({ state: "connecting", detail: this.attempt ? "Reconnecting…" : "Connecting…" });
     socket.addEventListener("open", () => {
       if (socket !== this.socket) return;
       this.attempt = 0;
@@ -88,7 +107,7 @@ export class Inbox {
 
   /** The browser says the network is back: do not wait for the backoff timer. */
   #reconnectNow() {
-    if (this.stopped || this.socket) return;
+    if (this.stopped || this.socket || this.connecting) return;
     clearTimeout(this.timer);
     this.#connect();
   }

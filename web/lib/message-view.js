@@ -6,7 +6,11 @@
 
 import { h } from "./dom.js";
 import { formatTime } from "./format.js";
+import { renderMarkdown } from "./markdown.js";
 import { safeImageUrl } from "./urls.js";
+
+// answers: drawn as a compact bubble of their author, not as a full-width card
+const ANSWERS = new Set(["decision", "data", "payment", "payment_authorization"]);
 
 let renderers = null;
 
@@ -48,7 +52,7 @@ function rawJson(part, value) {
   return h(
     "details",
     { class: "raw-json", dataset: { renderer: "json" } },
-    h("summary", {}, part.aitp ? `${part.aitp.capability} ${part.aitp.type ?? ""}` : "Structured message"),
+    h("summary", {}, "Structured message"),
     h("pre", {}, JSON.stringify(value, null, 2)),
   );
 }
@@ -64,10 +68,15 @@ function renderContentPart(part, message, ctx) {
       return rawJson(part, value);
     }
   }
-  if (part.type === "text") return h("div", { class: "text" }, part.text.value);
+  if (part.type === "text") return renderMarkdown(part.text.value);
   const image = part.type === "image_url" ? safeImageUrl(part.image_url?.url) : null;
   if (image) return h("img", { class: "part-image", src: image, alt: "Image sent with the message" });
   return h("p", { class: "hint" }, `(${part.type} content)`);
+}
+
+/** The message type of a capability part ("decision", …), or null. */
+function typeOf(part, value) {
+  return part.aitp?.type ?? Object.keys(value).find((key) => key !== "$schema") ?? null;
 }
 
 /** The <article> for `message`; `me` decides whether it is drawn as mine. */
@@ -75,25 +84,36 @@ export function messageView(message, ctx) {
   const actor = message.metadata?.actor ?? message.role;
   const mine = actor === ctx.me;
   const parts = partsOf(message);
-  const structured = parts.some((part) => capabilityJson(part) !== null);
+  const types = parts.map((part) => {
+    const value = capabilityJson(part);
+    return value === null ? null : typeOf(part, value);
+  });
+  const answer = types.some(Boolean) && types.every((type) => type === null || ANSWERS.has(type));
+  const structured = types.some(Boolean) && !answer;
   const time = new Date(message.created_at * 1000);
+  const name = mine ? "You" : ctx.people?.name(actor) ?? actor;
   return h(
     "article",
     {
-      class: ["message", mine && "mine", structured && "structured"].filter(Boolean).join(" "),
+      class: ["message", mine && "mine", structured && "structured", answer && "answer"].filter(Boolean).join(" "),
       dataset: { messageId: message.id, actor },
-      "aria-label": `${mine ? "You" : actor}, ${formatTime(message.created_at)}`,
+      "aria-label": `${name}, ${formatTime(message.created_at)}`,
     },
-    h(
-      "header",
-      { class: "message-head" },
-      h("span", { class: "message-author" }, mine ? `${actor} (you)` : actor),
-      h("time", { datetime: time.toISOString(), class: "message-time" }, formatTime(message.created_at)),
-    ),
+    !mine && ctx.people && h("div", { class: "message-avatar" }, ctx.people.avatar(actor, "small")),
     h(
       "div",
-      { class: "message-body" },
-      parts.map((part) => renderContentPart(part, message, ctx)),
+      { class: "message-main" },
+      h(
+        "header",
+        { class: "message-head" },
+        h("span", { class: "message-author", title: actor }, name),
+        h("time", { datetime: time.toISOString(), class: "message-time" }, formatTime(message.created_at)),
+      ),
+      h(
+        "div",
+        { class: "message-body" },
+        parts.map((part) => renderContentPart(part, message, ctx)),
+      ),
     ),
   );
 }

@@ -1,18 +1,19 @@
 /**
  * The signed-in key and the address fragment.
  *
- * `#key=<key>&thread=<id>` signs in (the link `aitp serve` prints); the key then moves into
- * sessionStorage and leaves the address bar, so it is neither bookmarked nor shared by accident.
- * Once signed in, `#thread=<id>` names the open thread.
+ * `#code=<one-time code>&thread=<id>` signs in (the link `aitp serve` prints, or one made with POST
+ * /v1/sign-in-codes): the code is exchanged once for a key of its own (POST /v1/sign-in), which lives in
+ * sessionStorage; the code leaves the address bar at once. No key is ever put in a URL. Once signed in,
+ * `#thread=<id>` names the open thread.
  */
 
 const KEY = "aitp.key";
 const CURSOR = "aitp.cursor.";
 
-/** The fragment's `key` and `thread` (either may be null). */
+/** The fragment's `code`, `thread` and (from old links, never used) `key`; each may be null. */
 export function readFragment() {
   const params = new URLSearchParams(location.hash.replace(/^#/, ""));
-  return { key: params.get("key"), thread: params.get("thread") };
+  return { code: params.get("code"), thread: params.get("thread"), key: params.get("key") };
 }
 
 /** Show `#thread=<id>` (or nothing) in the address bar without adding a history entry per click. */

@@ -1,7 +1,8 @@
 /**
- * The side panel of an open thread: its actors (id, role, capabilities), the negotiated capability
- * table (GET /v1/threads/{id}/capabilities: version per capability, who can and cannot read it) and
- * a form to add an actor.
+ * The side panel of an open thread: the people in it (name, avatar, description), and, folded under
+ * "Developer details" for developers, the protocol view: the thread id, each actor's id, role and
+ * capabilities, the negotiated capability table (GET /v1/threads/{id}/capabilities: version per
+ * capability, who can and cannot read it) and a form to add an actor.
  */
 
 import { actorFields } from "./actor-fields.js";
@@ -27,34 +28,74 @@ export class SidePanel {
    * @param {HTMLElement} root the <aside>
    * @param {{registry: () => object[], addActor: (actor: object) => Promise<void>}} options
    */
-  constructor(root, { registry, addActor }) {
+  constructor(root, { registry, addActor, people }) {
     this.root = root;
     this.registry = registry;
     this.addActor = addActor;
+    this.people = people;
+    this.peopleList = h("ul", { class: "people", "aria-label": "People in this conversation" });
     this.actorsList = h("ul", { class: "actors", "aria-label": "Actors of this thread" });
+    this.threadId = h("code", { class: "thread-id" });
     this.table = h("div", { class: "capability-table" });
     this.formSlot = h("div");
     replaceChildren(
       root,
+      // a phone shows this panel instead of the conversation: the way back (hidden on wide screens)
+      h("button", { type: "button", id: "close-details", class: "secondary small close-details" }, "Back to the conversation"),
       h(
         "section",
-        { "aria-labelledby": "actors-heading" },
-        h("h2", { id: "actors-heading" }, "Actors"),
-        this.actorsList,
-        this.formSlot,
+        { "aria-labelledby": "people-heading" },
+        h("h2", { id: "people-heading" }, "People"),
+        this.peopleList,
       ),
       h(
-        "section",
-        { "aria-labelledby": "capabilities-heading" },
-        h("h2", { id: "capabilities-heading" }, "Capabilities"),
-        h("p", { class: "hint" }, "The version every actor reads, and who cannot read what."),
-        this.table,
+        "details",
+        { class: "developer-details", id: "developer-details" },
+        h("summary", {}, "Developer details"),
+        h("p", { class: "hint" }, "Thread ", this.threadId),
+        h(
+          "section",
+          { "aria-labelledby": "actors-heading" },
+          h("h2", { id: "actors-heading" }, "Actors"),
+          this.actorsList,
+          this.formSlot,
+        ),
+        h(
+          "section",
+          { "aria-labelledby": "capabilities-heading" },
+          h("h2", { id: "capabilities-heading" }, "Capabilities"),
+          h("p", { class: "hint" }, "The version every actor reads, and who cannot read what."),
+          this.table,
+        ),
       ),
     );
   }
 
-  /** Show `actors` (the thread's) with `me` marked. */
-  showActors(actors, me) {
+  /** Show `actors` (the thread's `id`) with `me` marked. */
+  showActors(actors, me, id = null) {
+    if (id) this.threadId.textContent = id;
+    replaceChildren(
+      this.peopleList,
+      actors.map((actor) => {
+        const profile = this.people.profile(actor.id);
+        return h(
+          "li",
+          { class: "person", dataset: { actor: actor.id } },
+          this.people.avatar(actor.id, "large"),
+          h(
+            "div",
+            { class: "person-text" },
+            h(
+              "span",
+              { class: "person-name" },
+              this.people.name(actor.id),
+              actor.id === me && h("span", { class: "badge" }, "you"),
+            ),
+            profile?.description && h("p", { class: "person-description" }, profile.description),
+          ),
+        );
+      }),
+    );
     replaceChildren(
       this.actorsList,
       actors.map((actor) =>

@@ -4,19 +4,23 @@
  */
 
 import { listAll } from "./api.js";
-import { h, replaceChildren, showAlert } from "./dom.js";
+import { h, replaceChildren } from "./dom.js";
 import { loadRenderers, messageView } from "./message-view.js";
+import { showError } from "./plain-words.js";
 import { threadTitle } from "./thread-list.js";
 
 const ACTOR_EVENTS = new Set(["thread.actor.joined", "thread.actor.updated", "thread.actor.left"]);
 
 export class ThreadView {
   /**
-   * @param {object} elements {main, title, subtitle, log, composer, status}
-   * @param {{api: Function, identity: object, sidePanel: object, onClosed: (id: string, why: string) => void}} options
+   * @param {object} elements {main, title, subtitle, avatars, log, scroller, composer, newMessages}
+   * @param {{api: Function, identity: object, people: object, sidePanel: object,
+   *          onClosed: (id: string, why: string) => void}} options
    */
-  constructor(elements, { api, identity, sidePanel, onClosed, onPosted }) {
+  constructor(elements, { api, identity, people, sidePanel, onClosed, onPosted }) {
     this.elements = elements;
+    this.people = people;
+    this.divider = null; // the "New messages" line, while there are messages below it the user has not seen
     this.api = api;
     this.identity = identity;
     this.sidePanel = sidePanel;
@@ -32,6 +36,7 @@ export class ThreadView {
     this.pending = null; // events that arrive while the thread loads
     this.ctx = null;
     this.#buildComposer();
+    this.#watchScrolling();
   }
 
   /** Open thread `id` (resolves once its messages are shown). */
@@ -46,6 +51,7 @@ export class ThreadView {
       this.api("GET", `/threads/${id}`),
       this.api("GET", `/threads/${id}/capabilities`),
       loadRenderers(),
+      this.people.load(id),
     ]);
     if (this.id !== id) return;
     this.thread = thread;
@@ -63,11 +69,12 @@ export class ThreadView {
     const pending = this.pending;
     this.pending = null;
     for (const event of pending) this.handleEvent(event);
-    this.#scrollToEnd(true);
+    this.#showLatest();
   }
 
   close() {
     this.id = null;
+    this.#clearDivider();
     this.thread = null;
     this.messages = [];
     this.byId = new Map();
@@ -151,6 +158,7 @@ export class ThreadView {
       },
       post: (content) => view.post(content),
       api: view.api,
+      people: view.people,
     };
   }
 
@@ -163,11 +171,25 @@ export class ThreadView {
 
   #append(message) {
     if (!this.#remember(message)) return; // already shown: the POST answer and its event both arrive
-    const stick = this.#nearEnd();
-    this.elements.log.append(messageView(message, this.ctx));
+    const atEnd = this.#nearEnd();
+    const mine = message.metadata?.actor === this.me;
+    const article = messageView(message, this.ctx);
+    if (!mine && !atEnd && !this.divider) {
+      // arrived while the user reads further up (or while offline): mark where the unseen ones start
+      this.divider = h("p", { class: "new-divider", role: "separator" }, "New messages");
+      this.elements.log.append(this.divider);
+    }
+    this.elements.log.append(article);
     this.elements.log.querySelector(":scope > .hint")?.remove();
     for (const fn of [...this.listeners]) fn(message);
-    this.#scrollToEnd(stick || message.metadata?.actor === this.me);
+    if (mine) {
+      this.#clearDivider();
+      this.#scrollToEnd();
+    } else if (atEnd) {
+      this.#reveal(article);
+    } else {
+      this.elements.newMessages.hidden = false;
+    }
   }
 
   #replace(message) {
@@ -185,12 +207,24 @@ export class ThreadView {
 
   /** A system line: a member's capability message was refused because some actors cannot read it. */
   #refused(refusal) {
-    const stick = this.#nearEnd();
-    const who = refusal.unsupported_by.map((id) => (id === this.me ? "you" : id)).join(", ");
-    const what = `${refusal.type ?? "message"} (${refusal.capability} ${refusal.version})`;
-    const line = `${refusal.actor} sent a ${what} that was refused: ${who} cannot read it.`;
-    this.elements.log.append(h("p", { class: "system-line", role: "status", dataset: { event: "refused" } }, line));
-    this.#scrollToEnd(stick);
+    const atEnd = this.#nearEnd();
+    const name = (id) => (id === this.me ? "you" : this.people.name(id));
+    const who = refusal.unsupported_by.map(name).join(", ");
+    const sender = refusal.actor === this.me ? "You" : this.people.name(refusal.actor);
+    const line = h(
+      "div",
+      { class: "system-line", role: "status", dataset: { event: "refused" } },
+      h("span", {}, `${sender} sent a message that could not be delivered: ${who} can't read that kind of message.`),
+      " ",
+      h(
+        "details",
+        { class: "error-detail" },
+        h("summary", {}, "Details"),
+        h("code", {}, `${refusal.type ?? "message"} · ${refusal.capability} ${refusal.version}`),
+      ),
+    );
+    this.elements.log.append(line);
+    if (atEnd) this.#scrollToEnd();
   }
 
   #articleOf(id) {
@@ -208,13 +242,30 @@ export class ThreadView {
   }
 
   #renderHeader() {
-    this.elements.title.textContent = threadTitle(this.thread, this.me);
-    this.elements.subtitle.textContent = `${this.thread.actors.length} actors · ${this.thread.id}`;
+    const others = this.thread.actors.map((actor) => actor.id).filter((id) => id !== this.me);
+    this.elements.title.textContent = threadTitle(this.thread, this.me, this.people);
+    this.elements.subtitle.textContent = others.length
+      ? `With ${others.map((id) => this.people.name(id)).join(", ")}`
+      : "Only you so far";
+    replaceChildren(
+      this.elements.avatars,
+      (others.length ? others : [this.me]).slice(0, 3).map((id) => this.people.avatar(id, "medium")),
+    );
     this.#renderActAs();
   }
 
+  /** Profiles arrived: names and avatars change everywhere this view shows them. */
+  refreshPeople() {
+    if (!this.thread || !this.ctx) return;
+    const atEnd = this.#nearEnd();
+    this.#renderHeader();
+    this.sidePanel.showActors(this.thread.actors, this.me, this.thread.id);
+    this.#renderAll();
+    if (atEnd) this.#scrollToEnd();
+  }
+
   #renderSide() {
-    this.sidePanel.showActors(this.thread.actors, this.me);
+    this.sidePanel.showActors(this.thread.actors, this.me, this.thread.id);
     this.sidePanel.showCapabilities(this.capabilities);
     this.sidePanel.showAddActorForm();
   }
@@ -226,7 +277,7 @@ export class ThreadView {
         return;
       }
       this.thread = { ...this.thread, actors: this.thread.actors.filter((actor) => actor.id !== event.data.id) };
-      this.sidePanel.showActors(this.thread.actors, this.me);
+      this.sidePanel.showActors(this.thread.actors, this.me, this.thread.id);
       this.#renderHeader();
     } else {
       this.#upsertActor(event.data);
@@ -249,7 +300,7 @@ export class ThreadView {
       ? this.thread.actors.map((item) => (item.id === actor.id ? actor : item))
       : [...this.thread.actors, actor];
     this.thread = { ...this.thread, actors };
-    this.sidePanel.showActors(actors, this.me);
+    this.sidePanel.showActors(actors, this.me, this.thread.id);
     this.#renderHeader();
   }
 
@@ -283,13 +334,13 @@ export class ThreadView {
       event.preventDefault();
       const text = textarea.value;
       if (!text.trim() || !this.id) return;
-      showAlert(alert, "");
+      showError(alert, null);
       button.disabled = true;
       try {
         await this.post(text);
         textarea.value = "";
       } catch (error) {
-        showAlert(alert, error.message);
+        showError(alert, error);
       } finally {
         button.disabled = false;
         textarea.focus();
@@ -306,8 +357,8 @@ export class ThreadView {
     actAs.addEventListener("change", () => {
       this.me = actAs.value;
       this.#renderAll();
-      this.sidePanel.showActors(this.thread.actors, this.me);
-      this.elements.title.textContent = threadTitle(this.thread, this.me);
+      this.sidePanel.showActors(this.thread.actors, this.me, this.thread.id);
+      this.#renderHeader();
     });
   }
 
@@ -335,9 +386,58 @@ export class ThreadView {
     return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
   }
 
-  #scrollToEnd(force) {
-    if (!force) return;
+  #scrollToEnd() {
     const { scroller } = this.elements;
     scroller.scrollTop = scroller.scrollHeight;
+    this.elements.newMessages.hidden = true;
+  }
+
+  /** Bring a new message into view: its top, when it is taller than the view (a card of products). */
+  #reveal(article) {
+    const { scroller } = this.elements;
+    if (article.offsetHeight > scroller.clientHeight * 0.8) {
+      scroller.scrollTop = article.offsetTop - scroller.offsetTop - 8;
+      this.elements.newMessages.hidden = true;
+    } else {
+      this.#scrollToEnd();
+    }
+  }
+
+  /** On opening: the end of the conversation, or the top of its last message if that is taller than the view. */
+  #showLatest() {
+    const last = this.elements.log.querySelector(":scope > article.message:last-of-type");
+    if (last) this.#reveal(last);
+    else this.#scrollToEnd();
+  }
+
+  #clearDivider() {
+    this.divider?.remove();
+    this.divider = null;
+    this.elements.newMessages.hidden = true;
+  }
+
+  #watchScrolling() {
+    const { scroller, newMessages, log } = this.elements;
+    scroller.addEventListener("scroll", () => {
+      if (!newMessages.hidden && this.#nearEnd()) newMessages.hidden = true;
+    });
+    newMessages.addEventListener("click", () => {
+      const target = this.divider ?? log.lastElementChild;
+      if (target) scroller.scrollTop = target.offsetTop - scroller.offsetTop - 8;
+      newMessages.hidden = true;
+      const first = this.divider?.nextElementSibling;
+      if (first) {
+        first.tabIndex = -1;
+        first.focus({ preventScroll: true });
+      }
+    });
+    // an expanded JSON view or form opens where it is: keep it in view
+    log.addEventListener(
+      "toggle",
+      (event) => {
+        if (event.target.open) event.target.scrollIntoView({ block: "nearest" });
+      },
+      true,
+    );
   }
 }

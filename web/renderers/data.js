@@ -4,7 +4,7 @@ import { h } from "../lib/dom.js";
 import { alertRegion, statusNote } from "./feedback.js";
 import { openRequestForm } from "./form.js";
 import { replySchema } from "./schema.js";
-import { actorOf, findPart } from "./thread.js";
+import { actorOf, findPart, capitalized, whoIs } from "./thread.js";
 
 export function renderData(payload, part, message, ctx) {
   const data = payload.data;
@@ -16,9 +16,8 @@ export function renderData(payload, part, message, ctx) {
 
   const root = h(
     "section",
-    { class: "aitp-card aitp-data", "data-renderer": "data", "data-request-id": data.request_data_id },
-    h("p", { class: "aitp-eyebrow" }, "Data"),
-    h("h3", { class: "aitp-title" }, subject ? `Answer to “${subject}”` : "Submitted information"),
+    { class: "aitp-answer aitp-data", "data-renderer": "data", "data-request-id": data.request_data_id },
+    h("p", { class: "aitp-answer-line" }, `${capitalized(whoIs(ctx, actorOf(message)))} sent ${subject ? `“${subject}”` : "the details"}`),
     h(
       "dl",
       { class: "aitp-values" },

@@ -1,7 +1,8 @@
-// AITP-02 `decision`: a read-only summary naming the request it answers and what was chosen.
+// AITP-02 `decision`: a compact answer bubble, "You chose Soundcore by Anker, Cream × 2", naming the request
+// it answers in its accessible name.
 import { h } from "../lib/dom.js";
 import { chosenOptions } from "./request_decision.js";
-import { findPart } from "./thread.js";
+import { actorOf, findPart, capitalized, whoIs } from "./thread.js";
 
 export function renderDecision(payload, part, message, ctx) {
   const decision = payload.decision;
@@ -10,19 +11,27 @@ export function renderDecision(payload, part, message, ctx) {
       ? findPart(ctx.messages(), "request_decision", "id", decision.request_decision_id)
       : null;
   const request = found ? found.body : null;
-  const subject = request
-    ? request.title || request.description || `request ${request.id}`
-    : `request ${decision.request_decision_id ?? "(unnamed)"}`;
+  const subject = request ? request.title || request.description || null : null;
+  const chosen = chosenOptions(decision, request);
   return h(
     "section",
-    { class: "aitp-card aitp-decision", "data-renderer": "decision", "data-request-id": decision.request_decision_id },
-    h("p", { class: "aitp-eyebrow" }, "Decision"),
-    h("h3", { class: "aitp-title" }, `Answer to “${subject}”`),
+    {
+      class: "aitp-answer aitp-decision",
+      "data-renderer": "decision",
+      "data-request-id": decision.request_decision_id,
+      "aria-label": subject ? `Answer to “${subject}”` : "Answer",
+    },
+    h("p", { class: "aitp-answer-line" }, `${capitalized(whoIs(ctx, actorOf(message)))} chose `),
     h(
       "ul",
       { class: "aitp-chosen" },
-      chosenOptions(decision, request).map(({ id, name, quantity }) =>
-        h("li", { "data-option-id": id }, name, quantity !== undefined && h("span", { class: "aitp-quantity" }, ` × ${quantity}`)),
+      chosen.map(({ id, name, quantity }) =>
+        h(
+          "li",
+          { "data-option-id": id },
+          name,
+          quantity !== undefined && quantity !== 1 && h("span", { class: "aitp-quantity" }, ` × ${quantity}`),
+        ),
       ),
     ),
   );

@@ -1,17 +1,16 @@
 // How renderers talk back to the user: the server's refusal in a role=alert region next to the
 // control that caused it, and the "answered" / "cannot reply" notes that disable a request.
 import { h } from "../lib/dom.js";
+import { showError } from "../lib/plain-words.js";
 
-/** An empty role=alert region; `show(error)` fills it with the server's message (and param). */
+/** An empty role=alert region; `show(error)` fills it with a sentence (the server's code, param and message
+ * folded under "Details"). */
 export function alertRegion() {
-  const region = h("p", { class: "aitp-alert", role: "alert", hidden: true });
+  const region = h("div", { class: "aitp-alert", role: "alert", hidden: true });
   return {
     node: region,
     show(error) {
-      const message = (error && error.message) || String(error);
-      const param = error && error.param ? ` (${error.param})` : "";
-      region.textContent = message + param;
-      region.hidden = false;
+      showError(region, error);
     },
     clear() {
       region.textContent = "";
@@ -38,7 +37,7 @@ export async function submitting(button, alert, action) {
   }
 }
 
-/** A short status note (e.g. "Answered by shop.near"); role=status so screen readers hear it. */
+/** A short status note (e.g. "You chose Red socks"); role=status so screen readers hear it. */
 export function statusNote(text, kind = "info") {
   return h("p", { class: `aitp-note aitp-note-${kind}`, role: "status" }, text);
 }

@@ -3,7 +3,8 @@
 import { h } from "../lib/dom.js";
 import { safeLinkUrl } from "../lib/urls.js";
 import { formatDate, formatMoney } from "../lib/format.js";
-import { actorOf, capabilityParts, findPart } from "./thread.js";
+import { paymentMethodName } from "../lib/plain-words.js";
+import { actorOf, capabilityParts, findPart, whoIs } from "./thread.js";
 
 function quoteTitle(ctx, quoteId) {
   const found = findPart(ctx.messages(), "quote", "quote_id", quoteId);
@@ -75,9 +76,8 @@ export function renderPayment(payload, part, message, ctx) {
     h("h3", { class: "aitp-title" }, `Payment for “${quoteTitle(ctx, payment.quote_id)}”`),
     h("p", { class: "aitp-amount" }, formatMoney(method.amount, method.currency)),
     facts([
-      ["Payer", payment.payer_id],
-      ["Method", [method.type, method.token].filter(Boolean).join(" · ")],
-      ["Channel", method.channel_id],
+      ["Payer", payment.payer_id && whoIs(ctx, payment.payer_id)],
+      ["Method", method.type ? paymentMethodName(method) : null],
       ["Time", payment.timestamp ? formatDate(payment.timestamp) : null],
     ]),
   );

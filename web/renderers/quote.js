@@ -2,11 +2,13 @@
 // (payment_plans). Pay posts the capability's payment message for the chosen option: an AITP-01
 // `payment` or a legacy `payment_authorization`. There is no wallet: nothing is signed or moved.
 // The card follows the quote's payment lifecycle (paymentState): paid only after a success, Pay
-// enabled again after a failure, a pending payment shown as pending.
+// enabled again after a failure, a pending payment shown as pending. Pay asks for a confirmation first.
 import { h, uniqueId } from "../lib/dom.js";
 import { formatDate, formatMoney, isPast } from "../lib/format.js";
+import { paymentMethodName } from "../lib/plain-words.js";
 import { facts, paymentState } from "./payments.js";
 import { requestLifecycle } from "./request.js";
+import { whoIs } from "./thread.js";
 
 /** What the card says and whether Pay is enabled, for a payment state and an expiry. */
 function standing({ state, payer, message }, expired) {
@@ -30,7 +32,8 @@ function standing({ state, payer, message }, expired) {
 function offersOf(quote, legacy) {
   if (legacy) {
     return (quote.payment_plans || []).map((plan) => ({
-      label: `${formatMoney(plan.amount, plan.currency)}${plan.plan_type ? ` · ${plan.plan_type}` : ""}`,
+      label: `${formatMoney(plan.amount, plan.currency)}${plan.plan_type ? ` · ${plan.plan_type.replaceAll("-", " ")}` : ""}`,
+      method: "USDC on NEAR",
       amount: plan.amount,
       currency: plan.currency,
       answer: (ctx) => ({
@@ -53,7 +56,8 @@ function offersOf(quote, legacy) {
   for (const option of quote.payment_options || []) {
     for (const method of option.payment_methods || []) {
       offers.push({
-        label: `${formatMoney(option.amount, option.currency)} · ${method.type}${method.token ? ` (${method.token})` : ""}`,
+        label: `${formatMoney(option.amount, option.currency)} · ${paymentMethodName(method)}`,
+        method: paymentMethodName(method),
         amount: option.amount,
         currency: option.currency,
         answer: (ctx) => ({
@@ -100,9 +104,8 @@ export function renderQuote(payload, part, message, ctx) {
   if (first) root.append(h("p", { class: "aitp-amount" }, formatMoney(first.amount, first.currency)));
   root.append(
     facts([
-      [legacy ? "Payee" : "Merchant", payee],
+      [legacy ? "Payee" : "Merchant", payee && whoIs(ctx, payee)],
       [expiry && isPast(expiry) ? "Expired" : "Expires", expiry && formatDate(expiry)],
-      ["Quote", quote.quote_id],
     ]),
   );
 
@@ -130,11 +133,27 @@ export function renderQuote(payload, part, message, ctx) {
     { type: "button", class: "aitp-button aitp-primary" },
     first ? `Pay ${formatMoney(first.amount, first.currency)}` : "Pay",
   );
+  const chosenOffer = () => offers[Number(list.querySelector("input:checked").value)];
   list.addEventListener("change", () => {
-    const offer = offers[Number(list.querySelector("input:checked").value)];
+    const offer = chosenOffer();
     pay.textContent = `Pay ${formatMoney(offer.amount, offer.currency)}`;
+    review.hidden = true;
   });
-  controls.append(list, pay);
+  // the review step: what is paid, to whom and how, before anything is sent
+  const reviewText = h("p", { class: "aitp-review-text", id: uniqueId("review") });
+  const confirm = h(
+    "button",
+    { type: "button", class: "aitp-button aitp-primary", "aria-describedby": reviewText.id },
+    "Confirm payment",
+  );
+  const cancel = h("button", { type: "button", class: "aitp-button" }, "Cancel");
+  const review = h(
+    "div",
+    { class: "aitp-review", role: "group", "aria-label": "Review the payment", hidden: true },
+    reviewText,
+    h("div", { class: "aitp-actions" }, cancel, confirm),
+  );
+  controls.append(list, pay, review);
   const answerType = legacy ? "payment_authorization" : "payment";
   const expired = Boolean(expiry && isPast(expiry));
   const lifecycle = requestLifecycle(ctx, message, {
@@ -147,15 +166,34 @@ export function renderQuote(payload, part, message, ctx) {
     follow: (messages) => {
       const now = paymentState(messages, quote.quote_id);
       root.dataset.paymentState = now.state;
-      const shown = standing(now, expired);
+      const shown = standing({ ...now, payer: now.payer && whoIs(ctx, now.payer) }, expired);
       if (shown.open) pay.disabled = false; // a retry: the last Pay click left it disabled
       return { ...shown, open: shown.open && offers.length > 0 };
     },
   });
   root.append(h("p", { class: "aitp-fineprint" }, "No wallet is connected: paying sends the payment message only."));
   pay.addEventListener("click", () => {
-    const offer = offers[Number(list.querySelector("input:checked").value)];
-    lifecycle.sendFrom(pay, offer.answer(ctx));
+    const offer = chosenOffer();
+    const to = payee ? ` to ${whoIs(ctx, payee)}` : "";
+    reviewText.textContent = `You are paying ${formatMoney(offer.amount, offer.currency)}${to} with ${offer.method}.`;
+    review.hidden = false;
+    confirm.disabled = false; // a retry after a failed payment: the last confirmation left it disabled
+    confirm.focus();
+  });
+  cancel.addEventListener("click", () => {
+    review.hidden = true;
+    pay.focus();
+  });
+  confirm.addEventListener("click", async () => {
+    pay.disabled = true;
+    const posted = await lifecycle.sendFrom(confirm, chosenOffer().answer(ctx));
+    if (posted) {
+      review.hidden = true;
+      root.tabIndex = -1;
+      root.focus(); // the buttons are disabled now; the card says where the payment stands
+    } else {
+      pay.disabled = false;
+    }
   });
   return root;
 }

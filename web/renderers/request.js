@@ -5,7 +5,7 @@
 import { h } from "../lib/dom.js";
 import { alertRegion, statusNote, submitting } from "./feedback.js";
 import { replySchema } from "./schema.js";
-import { actorOf, watchAnswer, watchThread } from "./thread.js";
+import { actorOf, watchAnswer, watchThread, capitalized, whoIs } from "./thread.js";
 
 /**
  * Wire a request card: appends `controls` (a <fieldset>, disabled while the user cannot answer),
@@ -15,11 +15,12 @@ import { actorOf, watchAnswer, watchThread } from "./thread.js";
  * With `follow(messages)` → `{open, text, kind}` the card follows the request's lifecycle instead of
  * closing at the first answer: controls are enabled while `open` (and the user may answer), and the
  * note says `text` (none when empty).
+ * `onAnswered(body)` is called with the answer once there is one (e.g. to show what was chosen).
  * Returns `{alert, send(body), sendFrom(button, body)}`: `send` posts the reply in the negotiated
  * version and rejects with the server's error (or a local Error saying why not); `sendFrom` does so
  * with `button` busy and shows a refusal in the card's alert.
  */
-export function requestLifecycle(ctx, message, { root, controls, capability, answer, key, id, verb, describe, follow }) {
+export function requestLifecycle(ctx, message, { root, controls, capability, answer, key, id, verb, describe, follow, onAnswered }) {
   const alert = alertRegion();
   const notes = h("div", { class: "aitp-notes" });
   root.append(controls, alert.node, notes);
@@ -50,7 +51,8 @@ export function requestLifecycle(ctx, message, { root, controls, capability, ans
         controls.disabled = true;
         root.dataset.answered = "true";
         const detail = describe ? describe(body) : "";
-        note(`${verb ?? "Answered"} by ${actorOf(answered)}${detail ? `: ${detail}` : ""}`, "done");
+        note(`${capitalized(whoIs(ctx, actorOf(answered)))} ${verb ?? "answered"}${detail ? `: ${detail}` : ""}`, "done");
+        if (onAnswered) onAnswered(body);
       });
 
   const send = async (body) => {

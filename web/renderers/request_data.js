@@ -35,6 +35,7 @@ export function renderRequestData(payload, part, message, ctx) {
     answer: "data",
     key: "request_data_id",
     id: request.id,
+    verb: "sent",
     describe: describeData,
   });
   fill.addEventListener("click", () =>

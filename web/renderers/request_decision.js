@@ -1,8 +1,10 @@
 // AITP-02 `request_decision`: a product grid, radio or checkbox choice, or confirmation buttons;
-// the user's choice goes back as a `decision` naming the request and the chosen option ids.
+// the user's choice goes back as a `decision` naming the request and the chosen option ids. Buying is two
+// steps: Buy shows an order summary (item, quantity, total), Confirm sends the decision; while it is on its
+// way every Buy of the card is disabled. Once answered, the card shows what was chosen (after a reload too).
 import { h, replaceChildren, uniqueId } from "../lib/dom.js";
 import { safeImageUrl, safeLinkUrl } from "../lib/urls.js";
-import { priceOf, stars } from "../lib/format.js";
+import { formatMoney, priceOf, stars } from "../lib/format.js";
 import { requestLifecycle } from "./request.js";
 
 const KINDS = ["products", "checkbox", "radio", "confirmation"];
@@ -53,37 +55,139 @@ export function renderRequestDecision(payload, part, message, ctx) {
     "data-request-id": request.id,
     "aria-labelledby": headingId,
   });
-  const title = request.title || (kind === "products" ? "Products" : "Decision requested");
+  const title = request.title || (kind === "products" ? "Products" : "Please choose");
   root.append(h("h3", { class: "aitp-title", id: headingId }, title));
   if (request.description) root.append(h("p", { class: "aitp-description" }, request.description));
 
   const controls = h("fieldset", { class: "aitp-controls" }, h("legend", { class: "aitp-visually-hidden" }, title));
-  const lifecycle = requestLifecycle(ctx, message, {
+  let lifecycle = null; // the controls are built first, so an answer already in the thread can mark them
+  const decide = (button, options) => lifecycle.sendFrom(button, { request_decision_id: String(request.id), options });
+  let showChosen = () => {};
+  if (kind === "products") {
+    const grid = productGrid(request, controls, (...args) => sendOrder(...args));
+    controls.append(grid.element, grid.summary);
+    showChosen = grid.showChosen;
+  } else if (kind === "confirmation") {
+    controls.append(confirmationButtons(request, decide));
+  } else {
+    const [list, submit] = choiceList(request, kind, decide, () => lifecycle.alert);
+    controls.append(list, submit);
+    showChosen = (decision) => {
+      const ids = new Set((decision.options || []).map((option) => String(option.id)));
+      for (const input of list.querySelectorAll("input")) input.checked = ids.has(input.value);
+    };
+  }
+  lifecycle = requestLifecycle(ctx, message, {
     root,
     controls,
     capability,
     answer: "decision",
     key: "request_decision_id",
     id: request.id,
+    verb: "chose",
     describe: (decision) => describeChoice(decision, request),
+    onAnswered: (decision) => showChosen(decision),
   });
-  const decide = (button, options) => lifecycle.sendFrom(button, { request_decision_id: String(request.id), options });
 
-  if (kind === "products") controls.append(productGrid(request, decide));
-  else if (kind === "confirmation") controls.append(confirmationButtons(request, decide));
-  else controls.append(...choiceList(request, kind, decide, lifecycle.alert));
+  /** Send a confirmed order: every control of the card is disabled while it is on its way. */
+  async function sendOrder(button, options) {
+    controls.disabled = true;
+    const posted = await lifecycle.sendFrom(button, { request_decision_id: String(request.id), options });
+    if (posted) {
+      // the button that had focus is disabled now: the note saying what was chosen takes it
+      const note = root.querySelector(".aitp-notes [role=status]");
+      if (note) {
+        note.tabIndex = -1;
+        note.focus();
+      }
+    } else if (root.dataset.answered !== "true") {
+      controls.disabled = false;
+      button.focus();
+    }
+  }
   return root;
 }
 
-function productGrid(request, decide) {
-  return h(
+/** The grid of product cards and the order summary that Buy opens; `showChosen(decision)` marks an answer. */
+function productGrid(request, controls, sendOrder) {
+  const summary = orderSummary(sendOrder);
+  const cards = (request.options || []).map((option) => productCard(option, summary));
+  const element = h(
     "ul",
     { class: "aitp-products" },
-    (request.options || []).map((option) => productCard(option, decide)),
+    cards.map((card) => card.element),
   );
+  const showChosen = (decision) => {
+    summary.hide();
+    for (const chosen of decision.options || []) {
+      for (const card of cards) card.choose(String(chosen.id), chosen.quantity);
+    }
+  };
+  return { element, summary: summary.element, showChosen };
 }
 
-function productCard(product, decide) {
+/** The amount and currency of an option's embedded quote (its first plan or payment option), or null. */
+function unitPrice(option) {
+  const quote = option && option.quote;
+  const plan = quote && (quote.payment_plans || quote.payment_options || [])[0];
+  const amount = plan ? Number(plan.amount) : NaN;
+  return Number.isFinite(amount) ? { amount, currency: plan.currency } : null;
+}
+
+/** "Your order": what Buy chose, with its total, and Confirm / Change. */
+function orderSummary(sendOrder) {
+  const headingId = uniqueId("order");
+  const linesId = uniqueId("order-lines");
+  const lines = h("dl", { class: "aitp-order-lines", id: linesId });
+  const confirm = h(
+    "button",
+    { type: "button", class: "aitp-button aitp-primary", "aria-describedby": linesId },
+    "Confirm order",
+  );
+  const change = h("button", { type: "button", class: "aitp-button" }, "Change");
+  const element = h(
+    "section",
+    { class: "aitp-order", role: "group", "aria-labelledby": headingId, hidden: true },
+    h("h4", { class: "aitp-order-title", id: headingId }, "Your order"),
+    lines,
+    h("div", { class: "aitp-actions" }, change, confirm),
+  );
+  let current = null; // {opener, options}
+  const hide = () => {
+    element.hidden = true;
+    current = null;
+  };
+  change.addEventListener("click", () => {
+    const opener = current && current.opener;
+    hide();
+    if (opener) opener.focus();
+  });
+  confirm.addEventListener("click", () => {
+    if (current) sendOrder(confirm, current.options);
+  });
+  const row = (label, value, className) => h("div", { class: className }, h("dt", {}, label), h("dd", {}, value));
+  return {
+    element,
+    hide,
+    /** Show the order of `quantity` × `variant` (named `name`), opened by `opener`. */
+    show({ opener, variant, product, name, quantity }) {
+      const price = unitPrice(variant) || unitPrice(product);
+      const each = price ? formatMoney(price.amount, price.currency) : null;
+      const total = price ? formatMoney(Math.round(price.amount * quantity * 100) / 100, price.currency) : null;
+      lines.replaceChildren(
+        row("Item", name, "aitp-order-item"),
+        row("Quantity", each ? `${quantity} × ${each}` : String(quantity), "aitp-order-quantity"),
+        row("Total", total || "Price given in the shop's quote", "aitp-order-total"),
+      );
+      current = { opener, options: [selected(variant, quantity)] };
+      element.hidden = false;
+      element.scrollIntoView({ block: "nearest" });
+      confirm.focus();
+    },
+  };
+}
+
+function productCard(product, summary) {
   const variants = [product, ...(product.variants || [])];
   const image = h("img", { class: "aitp-product-image", alt: "", loading: "lazy" });
   const heading = h("h4", { class: "aitp-product-name" });
@@ -102,20 +206,22 @@ function productCard(product, decide) {
   });
   const buy = h("button", { type: "button", class: "aitp-button aitp-primary" }, "Buy");
   let chosen = product;
+  let select = null;
 
   // a variant inherits what it does not say from its product
+  const pick = (variant, key) => (variant[key] !== undefined ? variant[key] : product[key]);
+  const nameOf = (variant) => pick(variant, "name") || String(variant.id);
   const show = (variant) => {
     chosen = variant;
-    const pick = (key) => (variant[key] !== undefined ? variant[key] : product[key]);
-    const name = pick("name") || String(variant.id);
-    const imageUrl = safeImageUrl(pick("image_url"));
+    const name = nameOf(variant);
+    const imageUrl = safeImageUrl(pick(variant, "image_url"));
     image.hidden = !imageUrl;
     if (imageUrl) image.src = imageUrl;
     image.alt = name;
-    const link = safeLinkUrl(pick("url"));
+    const link = safeLinkUrl(pick(variant, "url"));
     heading.replaceChildren(link ? h("a", { href: link, target: "_blank", rel: "noopener noreferrer" }, name) : name);
-    const stars5 = pick("five_star_rating");
-    const reviews = pick("reviews_count");
+    const stars5 = pick(variant, "five_star_rating");
+    const reviews = pick(variant, "reviews_count");
     rating.hidden = stars5 === undefined && reviews === undefined;
     // the stars are drawn for the eye; a screen reader hears "Rated 4.2 out of 5 (132 reviews)"
     const hidden = (text) => h("span", { class: "aitp-visually-hidden" }, text);
@@ -126,7 +232,7 @@ function productCard(product, decide) {
       hidden(" out of 5"),
     ];
     replaceChildren(rating, score, reviews !== undefined && ` (${reviews} review${reviews === 1 ? "" : "s"})`);
-    description.textContent = pick("description") || "";
+    description.textContent = pick(variant, "description") || "";
     description.hidden = !description.textContent;
     const amount = priceOf(variant) || priceOf(product);
     price.textContent = amount || "";
@@ -135,7 +241,7 @@ function productCard(product, decide) {
   };
   show(product);
 
-  const card = h(
+  const element = h(
     "li",
     { class: "aitp-product", "data-option-id": product.id },
     image,
@@ -148,7 +254,7 @@ function productCard(product, decide) {
   const actions = h("div", { class: "aitp-product-actions" });
   if (variants.length > 1) {
     const selectId = uniqueId("variant");
-    const select = h(
+    select = h(
       "select",
       { id: selectId, class: "aitp-variant" },
       variants.map((variant) =>
@@ -161,14 +267,26 @@ function productCard(product, decide) {
   actions.append(h("div", { class: "aitp-field aitp-inline" }, h("label", { for: quantityId }, "Quantity"), quantity));
   buy.addEventListener("click", () => {
     if (!quantity.reportValidity()) return;
-    decide(buy, [selected(chosen, Number(quantity.value))]);
+    summary.show({ opener: buy, variant: chosen, product, name: nameOf(chosen), quantity: Number(quantity.value) });
   });
   actions.append(buy);
-  card.append(actions);
-  return card;
+  element.append(actions);
+  return {
+    element,
+    /** Show variant `id` of this product as the one chosen (with its quantity), if it is one of this card's. */
+    choose(id, count) {
+      const variant = variants.find((v) => String(v.id) === id);
+      if (!variant) return;
+      if (select) select.value = String(variant.id);
+      show(variant);
+      if (count !== undefined) quantity.value = String(count);
+      element.dataset.chosen = "true";
+      heading.append(h("span", { class: "aitp-badge aitp-chosen-badge" }, "Chosen"));
+    },
+  };
 }
 
-function choiceList(request, kind, decide, alert) {
+function choiceList(request, kind, decide, alertOf) {
   const group = uniqueId("choice");
   const inputType = kind === "checkbox" ? "checkbox" : "radio";
   const list = h(
@@ -199,7 +317,7 @@ function choiceList(request, kind, decide, alert) {
   submit.addEventListener("click", () => {
     const checked = [...list.querySelectorAll("input:checked")].map((input) => input.value);
     if (checked.length === 0) {
-      alert.show(new Error(kind === "checkbox" ? "Choose at least one option." : "Choose an option."));
+      alertOf().show(new Error(kind === "checkbox" ? "Choose at least one option." : "Choose an option."));
       return;
     }
     const byId = optionsById(request);

@@ -78,3 +78,14 @@ export function watchAnswer(ctx, types, key, id, onAnswered) {
   // the renderer also reports its own accepted post, which may beat the live echo
   return (message) => check([message]);
 }
+
+/** Who `actor` is, in words: "you" for the signed-in actor, else its display name (or id). */
+export function whoIs(ctx, actor) {
+  if (actor === ctx.me) return "you";
+  return ctx.people ? ctx.people.name(actor) : actor;
+}
+
+/** `whoIs` at the start of a sentence: "You" (a name or an id is left as it is spelt). */
+export function capitalized(who) {
+  return who === "you" ? "You" : who;
+}

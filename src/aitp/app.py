@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from aitp import __version__
+from aitp.bindings.openai_conversations.routes import routes as conversation_routes
 from aitp.bindings.openai_threads import errors, openapi, render
 from aitp.bindings.openai_threads.routes import NoKeyNeeded, api_routes
 from aitp.bindings.openai_threads.web import WebMount
@@ -79,7 +80,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         description="Thread service for the Agent Interaction & Transaction Protocol: OpenAI Assistants v2 "
         "Threads API compatible, plus AITP-T01 actors and capabilities.",
         lifespan=lifespan,
-        routes=api_routes(),
+        routes=[*api_routes(), *conversation_routes()],
     )
     app.state.runtime = runtime  # for tests and tools; requests find it in their scope (aitp.context)
     app.state.deliveries = deliveries

@@ -46,7 +46,7 @@ class ServedRoute:
 
     @property
     def names_a_thread(self) -> bool:
-        return "{thread_id}" in self.template
+        return "{thread_id}" in self.template or "{conversation_id}" in self.template  # a conversation is a thread
 
     @property
     def writes(self) -> bool:
@@ -183,7 +183,16 @@ async def test_every_route_but_the_public_ones_needs_a_key(actors: Actors) -> No
     }
     admitted = []
     for route in ROUTES:
-        path = route.path(thread_id="t", message_id="m", actor_id="a", capability_id="c", version="1.0.0", key_id="k")
+        path = route.path(
+            thread_id="t",
+            message_id="m",
+            actor_id="a",
+            capability_id="c",
+            version="1.0.0",
+            key_id="k",
+            conversation_id="t",
+            item_id="m",
+        )
         if route in PUBLIC:
             continue
         if route.method == "WS":
@@ -232,6 +241,8 @@ BODIES: dict[str, Any] = {
     "/v1/threads/{thread_id}/messages": {"content": "x"},
     "/v1/threads/{thread_id}/actors": {"id": "prober.near"},
     "/v1/threads/{thread_id}/messages/{message_id}": {"metadata": {"k": "v"}},
+    "/v1/conversations/{conversation_id}": {"metadata": {"k": "v"}},
+    "/v1/conversations/{conversation_id}/items": {"items": [{"role": "user", "content": "x"}]},
 }
 
 
@@ -245,14 +256,22 @@ async def test_a_member_of_one_thread_gets_404_on_every_route_of_another(actors:
     leaks = []
     for route in filter(lambda r: r.names_a_thread, ROUTES):
         for thread_id in (threads.b, "thread_doesnotexist"):
-            path = route.path(thread_id=thread_id, message_id=threads.b_message, actor_id="owner.near")
+            path = route.path(
+                thread_id=thread_id,
+                message_id=threads.b_message,
+                actor_id="owner.near",
+                conversation_id=thread_id,
+                item_id=threads.b_message,
+            )
             if route.method == "WS":
                 answer: Any = await ws_close_code(actors, path, actors.keys["prober.near"], after=0)
                 expected: Any = 4403
             else:
                 response = await prober.request(route.method, path, json=BODIES.get(route.template, {}))
                 answer = (response.status_code, response.json()["error"]["code"], response.json()["error"]["param"])
-                expected = (404, missing["code"], missing["param"])
+                # the same refusal, under this face's name for the thread
+                param = "conversation_id" if "{conversation_id}" in route.template else missing["param"]
+                expected = (404, missing["code"], param)
             if answer != expected:
                 leaks.append((str(route), thread_id, answer))
             if route.template.endswith("/events") and (refusal := await sse_refusal(prober, path)) != expected:
@@ -320,9 +339,21 @@ IMPERSONATIONS: dict[ServedRoute, tuple[Any, str, str | None]] = {
     ServedRoute("DELETE", "/v1/keys/{key_id}"): (None, "admin_required", None),
     ServedRoute("WS", "/v1/threads/{thread_id}/events/ws"): ({"message": AS_OWNER}, "actor_impersonation", None),
     ServedRoute("WS", "/v1/actors/me/events/ws"): ({"message": AS_OWNER}, "actor_impersonation", None),
+    ServedRoute("DELETE", "/v1/conversations/{conversation_id}/items/{item_id}"): (
+        None,
+        "permission_denied",
+        "item_id",
+    ),
+    ServedRoute("DELETE", "/v1/conversations/{conversation_id}"): (None, "permission_denied", "conversation_id"),
 }
-# Write routes with no actor to impersonate: a thread's metadata belongs to all its members alike.
-NO_ACTOR = {ServedRoute("POST", "/v1/threads/{thread_id}")}
+# Write routes with no actor to impersonate: a thread's metadata belongs to all its members alike, and a
+# conversation item has no author field (the key's actor writes it).
+NO_ACTOR = {
+    ServedRoute("POST", "/v1/threads/{thread_id}"),
+    ServedRoute("POST", "/v1/conversations"),
+    ServedRoute("POST", "/v1/conversations/{conversation_id}"),
+    ServedRoute("POST", "/v1/conversations/{conversation_id}/items"),
+}
 
 
 def test_the_impersonation_table_names_every_write_route() -> None:
@@ -341,7 +372,14 @@ async def test_no_write_route_lets_a_key_act_as_another_actor(actors: Actors) ->
 
     allowed = []
     for route, (request, code, param) in IMPERSONATIONS.items():
-        path = route.path(thread_id=thread_id, message_id=message_id, actor_id="shop.near", key_id=key_id)
+        path = route.path(
+            thread_id=thread_id,
+            message_id=message_id,
+            actor_id="shop.near",
+            key_id=key_id,
+            conversation_id=thread_id,
+            item_id=message_id,
+        )
         if route.method == "WS":
             frame = {**request, "thread_id": thread_id}
             reply = await ws_post(actors, path, actors.keys["mallory.near"], frame)

@@ -1,0 +1,70 @@
+"""Records → Conversations objects (plain dicts in the shapes of `.models`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aitp.bindings.openai_threads.render import page
+from aitp.services.threads import t01_metadata
+from aitp.store.records import ActorRecord, MessageRecord, ThreadRecord
+
+
+def conversation(thread: ThreadRecord, actors: list[ActorRecord]) -> dict[str, Any]:
+    """`metadata` carries the actors as AITP-T01 does (`actors`, a JSON string) and `parent_id` if any."""
+    return {
+        "id": thread.id,
+        "object": "conversation",
+        "created_at": thread.created_at,
+        "metadata": t01_metadata(thread, actors),
+    }
+
+
+def item(record: MessageRecord) -> dict[str, Any]:
+    """A message item; `actor` (who wrote it) and `aitp` (what the server validated in each part) are
+    AITP's additions, as on Threads messages."""
+    text_type = "input_text" if record.role == "user" else "output_text"
+    return {
+        "id": record.id,
+        "type": "message",
+        "status": "completed",
+        "role": record.role,
+        "content": [_part(part, text_type) for part in record.content],
+        "created_at": record.created_at,
+        "actor": record.actor,
+        "aitp": record.aitp,
+    }
+
+
+def _part(part: dict[str, Any], text_type: str) -> dict[str, Any]:
+    kind = part["type"]
+    if kind == "text":
+        text = part["text"]["value"]
+        return {"type": "input_text", "text": text} if text_type == "input_text" else _output_text(text)
+    if kind == "image_url":
+        image = part["image_url"]
+        return {
+            "type": "input_image",
+            "detail": image.get("detail", "auto"),
+            "image_url": image["url"],
+            "file_id": None,
+        }
+    image = part["image_file"]
+    return {
+        "type": "input_image",
+        "detail": image.get("detail", "auto"),
+        "image_url": None,
+        "file_id": image["file_id"],
+    }
+
+
+def _output_text(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def item_list(records: list[MessageRecord], has_more: bool) -> dict[str, Any]:
+    """The OpenAI list envelope (`first_id`, `last_id`, `has_more`), as the Threads face pages messages."""
+    return page([item(r) for r in records], has_more)
+
+
+def deleted(conversation_id: str) -> dict[str, Any]:
+    return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}

@@ -64,7 +64,7 @@ def assert_the_socks_conversation(server: ServerProcess, chosen: str) -> None:
 
 
 def test_the_readme_marks_both_tours() -> None:
-    assert list(TOURS) == ["curl", "openai"]
+    assert list(TOURS) == ["curl", "openai", "conversations"]
 
 
 def test_curl_tour(live_server: ServerProcess) -> None:
@@ -86,3 +86,11 @@ def test_openai_sdk_tour(live_server: ServerProcess) -> None:
     assert result.stdout.splitlines()[0] == "user.near user I would like to buy some socks"
     assert result.stdout.splitlines()[-1].startswith("user.near user {")
     assert_the_socks_conversation(live_server, chosen="red")
+
+
+def test_conversations_tour(live_server: ServerProcess) -> None:
+    keys = actor_keys(live_server.base_url, ADMIN_KEY)
+    result = run(command(TOURS["conversations"]), {"AITP": live_server.base_url, **keys})
+    assert result.stdout.splitlines()[0] == "user.near user I would like to buy some socks"
+    assert result.stdout.splitlines()[-1].startswith("user.near user {")
+    assert_the_socks_conversation(live_server, chosen="blue")  # read back through the Threads routes

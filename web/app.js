@@ -6,7 +6,7 @@
  * on a wide screen they sit side by side.
  */
 
-import { ApiError, createApi, listAll } from "./lib/api.js";
+import { ApiError, REACHABLE, createApi, listAll } from "./lib/api.js";
 import { Identity } from "./lib/identity.js";
 import { Inbox } from "./lib/inbox.js";
 import { People } from "./lib/people.js";
@@ -127,7 +127,13 @@ class Session {
           ]);
           if (page.data[0]) this.list.touch(id, page.data[0]);
         } catch (error) {
-          if (error.status !== 404) console.warn(`Could not read the last message of ${id}`, error);
+          if (error.status === 429) {
+            // many conversations: over the key's request rate; wait, then read this one again
+            queue.push(id);
+            await new Promise((resolve) => setTimeout(resolve, 1000));
+          } else if (error.status !== 404) {
+            console.warn(`Could not read the last message of ${id}`, error);
+          }
         }
       }
     };
@@ -181,10 +187,7 @@ class Session {
   onStatus({ state, detail, code }) {
     elements.connection.dataset.state = state;
     elements.connection.querySelector(".connection-text").textContent = detail;
-    if (state === "live") {
-      // the connection is back: what said it could not be reached is no longer true
-      for (const region of document.querySelectorAll('[role=alert][data-code="network_error"]')) showError(region, null);
-    }
+    if (state === "live") clearNetworkErrors();
     if (code === 4401) signOut(new ApiError(401, { error: { code: "invalid_api_key", message: detail } }));
   }
 
@@ -241,6 +244,11 @@ class Session {
 }
 
 let current = null;
+
+/** The server answers again: every alert saying it cannot be reached is out of date. */
+function clearNetworkErrors() {
+  for (const region of document.querySelectorAll('[role=alert][data-code="network_error"]')) showError(region, null);
+}
 
 /** Move focus to a heading (so screen readers announce where the user is), not to the page body. */
 function focusHeading(heading) {
@@ -367,6 +375,9 @@ document.querySelector(".skip-link").addEventListener("click", (event) => {
   target.focus();
 });
 window.addEventListener("hashchange", followFragment);
+window.addEventListener(REACHABLE, clearNetworkErrors);
+// the browser is online again: ask the server (its answer clears what said it could not be reached)
+window.addEventListener("online", () => current?.api("GET", "/actors/me").catch(() => {}));
 
 async function boot() {
   const { code, key, thread } = session.readFragment();

@@ -192,6 +192,8 @@ async def test_every_route_but_the_public_ones_needs_a_key(actors: Actors) -> No
             key_id="k",
             conversation_id="t",
             item_id="m",
+            webhook_id="w",
+            delivery_id="d",
         )
         if route in PUBLIC:
             continue
@@ -345,6 +347,11 @@ IMPERSONATIONS: dict[ServedRoute, tuple[Any, str, str | None]] = {
         "item_id",
     ),
     ServedRoute("DELETE", "/v1/conversations/{conversation_id}"): (None, "permission_denied", "conversation_id"),
+    ServedRoute("POST", "/v1/webhooks"): (
+        {"url": "https://hooks.example.com/aitp", "actor": "owner.near"},
+        "permission_denied",
+        "actor",
+    ),
 }
 # Write routes with no actor to impersonate: a thread's metadata belongs to all its members alike, and a
 # conversation item has no author field (the key's actor writes it).
@@ -356,8 +363,18 @@ NO_ACTOR = {
 }
 
 
+# Write routes on an object only its actor (or an admin) sees: another key gets 404, as for an object that
+# does not exist (tests/deliveries/test_webhooks.py, an actor manages its own webhooks).
+OWN_OBJECTS = {
+    ServedRoute("PATCH", "/v1/webhooks/{webhook_id}"),
+    ServedRoute("DELETE", "/v1/webhooks/{webhook_id}"),
+    ServedRoute("POST", "/v1/webhooks/{webhook_id}/rotate_secret"),
+    ServedRoute("POST", "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver"),
+}
+
+
 def test_the_impersonation_table_names_every_write_route() -> None:
-    assert {r for r in ROUTES if r.writes} == set(IMPERSONATIONS) | NO_ACTOR
+    assert {r for r in ROUTES if r.writes} == set(IMPERSONATIONS) | NO_ACTOR | OWN_OBJECTS
 
 
 async def test_no_write_route_lets_a_key_act_as_another_actor(actors: Actors) -> None:

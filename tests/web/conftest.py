@@ -7,6 +7,7 @@ Pages are opened signed in through the link the UI understands (`/#code=<one-tim
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -33,6 +34,16 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# an API key (`aitp_` and its secret), or the test admin key; one-time codes (`aitpt_`, `aitps_`) are not keys
+KEY = re.compile(r"aitp_[A-Za-z0-9_-]{20,}|" + re.escape(ADMIN_KEY))
+
+
+def assert_no_key_in_server_log(process: ServerProcess) -> None:
+    """The whole log of a server the browser used: no key, and no key the log had to hide (a key sent where it
+    does not belong, e.g. a WebSocket URL's `?token=`; one-time tickets are redacted too, and may be there)."""
+    log = process.output()
+    assert not KEY.search(log), f"an API key in the server log: {KEY.search(log)}"
+    assert "aitp_[redacted]" not in log and "token=" not in log, "a key was sent in a URL (the log redacted it)"
 
 
 # module scope, not session: the sync driver keeps an event loop running while it is open, which
@@ -96,6 +107,7 @@ def web_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     finally:
         server.admin.close()
         process.stop()
+    assert_no_key_in_server_log(process)
 
 
 class FileHost:
@@ -144,8 +156,16 @@ def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     errors: list[str] = []
+    seen: list[str] = []  # every console message and every URL the page asked for (sockets too)
     page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: seen.append(f"console: {message.text}"))
+    page.on("request", lambda request: seen.append(f"request: {request.url}"))
+    page.on("websocket", lambda socket: seen.append(f"websocket: {socket.url}"))
     yield page
     context.close()
     # an uncaught exception in the UI fails the test even when the assertions passed
     assert not errors, f"uncaught errors in the page: {errors}"
+    leaks = [line for line in seen if KEY.search(line)]
+    assert not leaks, f"an API key in a URL or a console message: {leaks}"
+    sockets = [line for line in seen if line.startswith("websocket: ")]
+    assert all("ticket=" in line for line in sockets), f"a socket opened without a one-time ticket: {sockets}"

@@ -3,6 +3,9 @@
  * server's error envelope ({"error": {"message", "type", "param", "code"}}) and the HTTP status.
  */
 
+/** The window event sent whenever the server answers (any status). */
+export const REACHABLE = "aitp-reachable";
+
 export class ApiError extends Error {
   constructor(status, envelope) {
     const error = envelope?.error ?? {};
@@ -39,6 +42,8 @@ export function createApi(key) {
     } catch {
       json = null;
     }
+    // an answer came back: whatever said the server cannot be reached is out of date
+    window.dispatchEvent(new Event(REACHABLE));
     if (!response.ok) throw new ApiError(response.status, json);
     return json;
   };

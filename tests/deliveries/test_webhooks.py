@@ -272,6 +272,9 @@ async def test_an_actor_manages_its_own_webhooks_and_an_admin_anyones(store: Sto
         assert (await bob.get(f"/webhooks/{hook['id']}")).status_code == 404
         assert (await bob.delete(f"/webhooks/{hook['id']}")).status_code == 404
         assert (await bob.get(f"/webhooks/{hook['id']}/deliveries")).status_code == 404
+        assert (await bob.patch(f"/webhooks/{hook['id']}", json={"enabled": False})).status_code == 404
+        assert (await bob.post(f"/webhooks/{hook['id']}/rotate_secret")).status_code == 404
+        assert (await bob.post(f"/webhooks/{hook['id']}/deliveries/whd_x_1/redeliver")).status_code == 404
         assert (await bob.post("/webhooks", json={"url": "http://127.0.0.1:9/b", "actor": "alice"})).status_code == 403
         assert (await bob.get("/webhooks")).json()["data"] == []
         assert "secret" not in (await alice.get("/webhooks")).json()["data"][0]

@@ -161,9 +161,10 @@ async def list_deliveries(
 
 @router.post(
     "/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver",
-    responses=error_responses(*KEYED, 404),
+    responses=error_responses(*KEYED, *BODY, 404),
     response_model=WebhookDelivery,
     summary="Make a delivery again, now (same id)",
 )
+@idempotent()
 async def redeliver(webhook_id: str, delivery_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(render_delivery(await webhooks.redeliver(rt, principal, webhook_id, delivery_id)))

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from aitp import __version__
+from aitp.bindings.a2a import routes as a2a
 from aitp.bindings.openai_conversations.routes import routes as conversation_routes
 from aitp.bindings.openai_threads import errors, openapi, render
 from aitp.bindings.openai_threads.routes import NoKeyNeeded, api_routes
@@ -86,7 +87,13 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.deliveries = deliveries
     errors.install(app)
     openapi.install(app)
-    app.add_middleware(ContextMiddleware, runtime=runtime, public=NoKeyNeeded(app.routes), refuse=errors.refusal)
+    threads_public = NoKeyNeeded(app.routes)
+    app.add_middleware(
+        ContextMiddleware,
+        runtime=runtime,
+        public=lambda scope: threads_public(scope) and not a2a.needs_key(scope),
+        refuse=errors.refusal,
+    )
 
     @app.get("/health", tags=["health"], summary="Liveness and counters (no key needed)")
     async def health() -> dict[str, Any]:

@@ -20,6 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "aitp"
 BACKENDS = ("aitp.store.sqlite", "aitp.store.mongo")
 BINDINGS = "aitp.bindings"
+DELIVERIES = "aitp.deliveries"
 BINDING_IMPORTERS = ("aitp.app", "aitp.cli", "aitp.client")
 
 
@@ -142,5 +143,16 @@ def test_nothing_outside_the_bindings_and_the_root_imports_a_binding() -> None:
         module: sorted(target.removeprefix(BINDINGS + ".") for target in targets if is_within(target, (BINDINGS,)))
         for module, targets in graph().items()
         if not is_within(module, (BINDINGS, *BINDING_IMPORTERS))
+    }
+    assert {module: names for module, names in importers.items() if names} == {}
+
+
+def test_no_core_module_imports_a_way_out() -> None:
+    """Deliveries (webhooks, A2A outbound) read the core; only the composition root starts them."""
+    faces = (BINDINGS, DELIVERIES)
+    importers = {
+        module: sorted(target for target in targets if is_within(target, (DELIVERIES,)))
+        for module, targets in graph().items()
+        if not is_within(module, (*faces, *BINDING_IMPORTERS))
     }
     assert {module: names for module, names in importers.items() if names} == {}

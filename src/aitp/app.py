@@ -81,7 +81,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         description="Thread service for the Agent Interaction & Transaction Protocol: OpenAI Assistants v2 "
         "Threads API compatible, plus AITP-T01 actors and capabilities.",
         lifespan=lifespan,
-        routes=[*api_routes(), *conversation_routes()],
+        routes=[*api_routes(), *conversation_routes(), *a2a.routes()],
     )
     app.state.runtime = runtime  # for tests and tools; requests find it in their scope (aitp.context)
     app.state.deliveries = deliveries

@@ -63,6 +63,10 @@ class Settings:
     webhook_disable_days: float = 5.0
     webhook_secret_grace_hours: float = 24.0
     webhook_lease_seconds: float = 60.0
+    # A2A (aitp.bindings.a2a): how long message/send waits for the agent's answer before it returns the task
+    # still working, and the actor whose Agent Card is also served at the host's /.well-known/agent-card.json
+    a2a_wait_seconds: float = 30.0
+    a2a_root_agent: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -114,6 +118,8 @@ class Settings:
                 env.get("AITP_WEBHOOK_SECRET_GRACE_HOURS") or cls.webhook_secret_grace_hours
             ),
             webhook_lease_seconds=float(env.get("AITP_WEBHOOK_LEASE_SECONDS") or cls.webhook_lease_seconds),
+            a2a_wait_seconds=float(env.get("AITP_A2A_WAIT_SECONDS") or cls.a2a_wait_seconds),
+            a2a_root_agent=env.get("AITP_A2A_ROOT_AGENT") or None,
         )
 
     def with_overrides(self, **changes: Any) -> Settings:

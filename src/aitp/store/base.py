@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from aitp.store.a2a import A2AStore
 from aitp.store.capabilities import CapabilityStore
 from aitp.store.codes import CodeStore
 from aitp.store.idempotency import IdempotencyStore
@@ -69,7 +70,8 @@ T = TypeVar("T")
 class Store(abc.ABC):
     """Persistence for threads, actors, messages and the event log; API keys, idempotency records,
     registered capability versions, actor profiles, one-time codes and webhook endpoints with their deliveries
-    in the small stores `keys`, `idempotency`, `capabilities`, `profiles`, `codes` and `webhooks`.
+    in the small stores `keys`, `idempotency`, `capabilities`, `profiles`, `codes`, `webhooks` and `a2a`
+    (A2A settings of actors and the contexts A2A clients opened).
 
     The mutations of threads are rules written here, each as one transaction body over `Tx`; a backend
     provides `transaction` (how a body runs atomically), the `Tx` primitives and the reads.
@@ -82,6 +84,7 @@ class Store(abc.ABC):
     profiles: ProfileStore
     codes: CodeStore
     webhooks: WebhookStore
+    a2a: A2AStore
 
     def __init__(self) -> None:
         self._commit_listeners: list[CommitListener] = []

@@ -59,6 +59,8 @@ class MongoEngine:
             "one_time_codes",
             "webhook_endpoints",
             "webhook_deliveries",
+            "a2a_agents",
+            "a2a_contexts",
         ):
             if name not in existing:
                 try:

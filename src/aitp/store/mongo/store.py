@@ -14,6 +14,7 @@ from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import OperationFailure
 
 from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, Page, Store, ThreadRecord
+from aitp.store.mongo.a2a import MongoA2A
 from aitp.store.mongo.capabilities import MongoCapabilities
 from aitp.store.mongo.codes import MongoCodes
 from aitp.store.mongo.documents import (
@@ -53,6 +54,7 @@ class MongoStore(Store):
         self.profiles = MongoProfiles(self.engine)
         self.codes = MongoCodes(self.engine)
         self.webhooks = MongoWebhooks(self.engine)
+        self.a2a = MongoA2A(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> MongoStore:

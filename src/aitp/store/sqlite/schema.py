@@ -120,6 +120,21 @@ CREATE TABLE IF NOT EXISTS one_time_codes (
     expires_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS one_time_codes_by_expiry ON one_time_codes (expires_at);
+CREATE TABLE IF NOT EXISTS a2a_agents (
+    actor TEXT PRIMARY KEY,
+    serve INTEGER NOT NULL,
+    capabilities TEXT NOT NULL,
+    card_url TEXT,
+    updated_at INTEGER NOT NULL,
+    cursor INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS a2a_contexts (
+    caller TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    PRIMARY KEY (caller, agent, context_id)
+);
 """
 
 

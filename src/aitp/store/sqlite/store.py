@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, Page, Store, ThreadRecord
+from aitp.store.sqlite.a2a import SQLiteA2A
 from aitp.store.sqlite.capabilities import SQLiteCapabilities
 from aitp.store.sqlite.codes import SQLiteCodes
 from aitp.store.sqlite.engine import DEFAULT_SYNCHRONOUS, SYNCHRONOUS_MODES, SQLiteEngine
@@ -56,6 +57,7 @@ class SQLiteStore(Store):
         self.profiles = SQLiteProfiles(self.engine)
         self.codes = SQLiteCodes(self.engine)
         self.webhooks = SQLiteWebhooks(self.engine)
+        self.a2a = SQLiteA2A(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:

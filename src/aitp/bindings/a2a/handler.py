@@ -1,0 +1,310 @@
+"""The A2A request handler of the agents served here: each A2A method as the same service calls the Threads
+face makes (post a message, read a thread's messages, follow its events), translated by `parts` and `tasks`.
+
+Served by the SDK's JSON-RPC dispatcher (A2A 1.0 and, on the same endpoint, 0.3). Who calls and which
+agent is called come in the call context (`routes.Context`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
+from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from a2a.utils.errors import (
+    ExtendedAgentCardNotConfiguredError,
+    InvalidParamsError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+
+from aitp.bindings.a2a.errors import a2a_error
+from aitp.bindings.a2a.parts import aitp_content
+from aitp.bindings.a2a.tasks import CONTEXT_ID, MESSAGE_ID, STATE, TASK, TaskView, parse_task_id
+from aitp.errors import APIError
+from aitp.events import payloads
+from aitp.events.stream import End, Frame, Overflow
+from aitp.principals import Principal
+from aitp.runtime import Runtime
+from aitp.services import a2a_contexts as contexts
+from aitp.services import messages as message_service
+from aitp.services.access import readable_thread
+from aitp.services.requests import NewMessage
+from aitp.services.streams import thread_stream
+from aitp.store.a2a import A2AAgentRecord
+from aitp.store.base import EventRecord, MessageRecord
+
+PAGE = 100  # messages read at once while folding a task
+CREATED = "thread.message.created"
+CANCELED_TEXT = "The client canceled this task."
+MAX_LISTED_THREADS = 100  # tasks/list without a context: the caller's most recent threads with the agent
+
+
+class Call:
+    """One A2A request: the runtime, who calls, and the agent called."""
+
+    def __init__(self, rt: Runtime, principal: Principal, agent: A2AAgentRecord) -> None:
+        self.rt = rt
+        self.principal = principal
+        self.agent = agent
+
+    @property
+    def caller(self) -> str:
+        return self.principal.actor
+
+
+CALL = "aitp.a2a.call"  # call-context state key
+
+
+def _call(context: ServerCallContext) -> Call:
+    call: Call = context.state[CALL]
+    return call
+
+
+class RecordFrame(Frame):
+    """A thread event handed to an A2A stream as its record: each stream renders its own task's events."""
+
+    def __init__(self, record: EventRecord) -> None:
+        super().__init__(record.seq, record.type, "")
+        self.record = record
+
+
+def _record_frame(record: EventRecord) -> Frame:
+    return RecordFrame(record)
+
+
+def _message_of(record: EventRecord) -> MessageRecord | None:
+    if record.type != CREATED or payloads.written_before(record.data):
+        return None
+    message = payloads.message_of(record.data)
+    message.seq = record.seq  # the payload is written before the store gives the event its seq
+    return message
+
+
+async def _load(call: Call, task: str) -> tuple[TaskView, int]:
+    """The task as its thread's messages say now, and the seq of the last message read."""
+    thread_id, message_id = parse_task_id(task)
+    try:
+        view = await readable_thread(call.rt, call.principal, thread_id)
+        first = await message_service.get_message(call.rt, call.principal, thread_id, message_id)
+    except APIError as error:
+        raise a2a_error(error, task=task) from None
+    if view.member(call.agent.actor) is None or (first.actor != call.caller and not call.principal.admin):
+        raise TaskNotFoundError(message=f"No task found with id {task!r}.")
+    if first.metadata.get(TASK):
+        raise TaskNotFoundError(message=f"No task found with id {task!r}.")  # a continuation, not a task
+    folded = TaskView(first, caller=first.actor, agent=call.agent.actor)
+    cursor, after = first.seq, first.id
+    while not folded.ended:
+        page, has_more = await message_service.list_messages(
+            call.rt, call.principal, thread_id, limit=PAGE, order="asc", after=after, before=None
+        )
+        for record in page:
+            folded.apply(record)
+            cursor, after = record.seq, record.id
+        if not has_more:
+            break
+    return folded, cursor
+
+
+async def _post(call: Call, thread_id: str, content: list[Any], metadata: dict[str, str]) -> MessageRecord:
+    body = NewMessage(content=content, metadata=metadata)
+    return await message_service.create_message(call.rt, call.principal, thread_id, body)
+
+
+async def _send(call: Call, message: Message, requested: set[str]) -> tuple[TaskView, int]:
+    """Post the A2A message into its thread: a new task, or the next message of the task it names."""
+    content = aitp_content(message)
+    metadata = {MESSAGE_ID: message.message_id} if message.message_id else {}
+    try:
+        if message.task_id:
+            view, cursor = await _load(call, message.task_id)
+            if view.ended:
+                raise UnsupportedOperationError(message=f"Task {view.id} has ended ({TaskState.Name(view.state)}).")
+            record = await _post(call, view.first.thread_id, content, {**metadata, TASK: view.id})
+            view.apply(record)
+            return view, record.seq
+        thread_id = await contexts.thread_for(
+            call.rt, call.principal, call.agent, message.context_id or None, [*message.extensions, *requested]
+        )
+        if message.context_id:
+            metadata[CONTEXT_ID] = message.context_id
+        record = await _post(call, thread_id, content, metadata)
+    except APIError as error:
+        raise a2a_error(error) from None
+    return TaskView(record, caller=call.caller, agent=call.agent.actor), record.seq
+
+
+async def _follow(call: Call, view: TaskView, cursor: int) -> AsyncIterator[TaskView]:
+    """The task after each change read from its thread's events after `cursor`, until it is interrupted
+    (ended or waiting for the caller) or the thread ends."""
+    async with thread_stream(call.rt, call.principal, view.first.thread_id, cursor, _record_frame) as stream:
+        async for item in stream:
+            if isinstance(item, End | Overflow):
+                return
+            if not isinstance(item, RecordFrame):
+                continue  # a keep-alive tick: the SSE response pings on its own
+            record = _message_of(item.record)
+            if record is not None and view.apply(record):
+                yield view
+                if view.interrupted:
+                    return
+
+
+async def _tasks_in(call: Call, thread_id: str) -> list[TaskView]:
+    """The caller's tasks with the agent in a thread, each folded from the messages after its first."""
+    views: list[TaskView] = []
+    after: str | None = None
+    while True:
+        page, has_more = await message_service.list_messages(
+            call.rt, call.principal, thread_id, limit=PAGE, order="asc", after=after, before=None
+        )
+        for record in page:
+            for view in views:
+                view.apply(record)
+            if record.actor == call.caller and not record.metadata.get(TASK):
+                views.append(TaskView(record, caller=call.caller, agent=call.agent.actor))
+            after = record.id
+        if not has_more:
+            return views
+
+
+class AitpRequestHandler(RequestHandler):
+    """A2A methods over the services, for whichever agent the call names."""
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
+        call = _call(context)
+        view, cursor = await _send(call, params.message, context.requested_extensions)
+        history = params.configuration.history_length if params.configuration.HasField("history_length") else None
+        if params.configuration.return_immediately or view.interrupted:
+            return view.task(history)
+        # wait for the agent's answer, up to a2a_wait_seconds: then the task is returned still working
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(call.rt.settings.a2a_wait_seconds):
+                async for _ in _follow(call, view, cursor):
+                    pass
+        return view.task(history)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        call = _call(context)
+        view, cursor = await _send(call, params.message, context.requested_extensions)
+        yield view.task()
+        if view.interrupted:
+            return
+        async for changed in _follow(call, view, cursor):
+            yield changed.update()
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        call = _call(context)
+        view, cursor = await _load(call, params.id)
+        if view.ended:
+            raise UnsupportedOperationError(message=f"Task {view.id} has ended ({TaskState.Name(view.state)}).")
+        # the task as read, then every change after the last message read: nothing missed, nothing twice
+        yield view.task()
+        if view.interrupted:
+            return
+        async for changed in _follow(call, view, cursor):
+            yield changed.update()
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        view, _ = await _load(_call(context), params.id)
+        return view.task(params.history_length if params.HasField("history_length") else None)
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        call = _call(context)
+        view, _ = await _load(call, params.id)
+        if view.ended:
+            raise TaskNotCancelableError(message=f"Task {view.id} has ended ({TaskState.Name(view.state)}).")
+        try:
+            record = await _post(call, view.first.thread_id, [CANCELED_TEXT], {TASK: view.id, STATE: "canceled"})
+        except APIError as error:
+            raise a2a_error(error, task=params.id) from None
+        view.apply(record)
+        return view.task()
+
+    async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        call = _call(context)
+        if params.page_size < 0 or params.page_size > 100:
+            raise InvalidParamsError(message="pageSize must be between 1 and 100.")
+        try:
+            offset = int(params.page_token or 0)
+        except ValueError:
+            raise InvalidParamsError(message="Invalid pageToken.") from None
+        try:
+            if params.context_id:
+                thread_id = await contexts.existing_thread(call.rt, call.principal, call.agent, params.context_id)
+                threads = [] if thread_id is None else [thread_id]
+            else:
+                threads = await contexts.threads_with(call.rt, call.principal, call.agent, MAX_LISTED_THREADS)
+            views = [v for t in threads for v in await _tasks_in(call, t)]
+        except APIError as error:
+            raise a2a_error(error) from None
+        if params.status:
+            views = [v for v in views if v.state == params.status]
+        if params.HasField("status_timestamp_after"):
+            after = params.status_timestamp_after.seconds
+            views = [v for v in views if v.updated_at >= after]
+        views.sort(key=lambda v: (v.updated_at, v.first.seq), reverse=True)
+        size = params.page_size or 50
+        page = views[offset : offset + size]
+        history = params.history_length if params.HasField("history_length") else None
+        more = offset + size < len(views)
+        return ListTasksResponse(
+            tasks=[v.task(history) for v in page],
+            next_page_token=str(offset + size) if more else "",
+            page_size=size,
+            total_size=len(views),
+        )
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        raise PushNotificationNotSupportedError
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        raise ExtendedAgentCardNotConfiguredError

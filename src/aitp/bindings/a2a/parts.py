@@ -1,0 +1,85 @@
+"""A2A parts <-> AITP content parts.
+
+Text is text. A data part is an AITP capability message: its `$schema` in the part's metadata (or in the
+data itself), the rest of the message as the data; it travels in AITP as the message's JSON text, which the
+core recognises, validates and correlates as it does any capability message. A URL part with an image
+media type is an `image_url` part. Anything else (raw bytes, other files) is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from a2a.types import Message, Part
+from a2a.utils.errors import ContentTypeNotSupportedError, InvalidParamsError
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+from aitp.store.base import MessageRecord
+
+SCHEMA = "$schema"
+
+
+def aitp_content(message: Message) -> list[Any]:
+    """The content of the AITP message an A2A message becomes (400-class errors as A2A errors)."""
+    if not message.parts:
+        raise InvalidParamsError(message="A message needs at least one part.")
+    content: list[Any] = []
+    for index, part in enumerate(message.parts):
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            content.append(part.text)
+        elif kind == "data":
+            content.append(orjson.dumps(_capability_message(part, index)).decode())
+        elif kind == "url" and part.media_type.startswith("image/"):
+            content.append({"type": "image_url", "image_url": {"url": part.url}})
+        else:
+            raise ContentTypeNotSupportedError(
+                message=f"parts[{index}]: only text, data and image URL parts are taken (got {kind or 'nothing'})."
+            )
+    return content
+
+
+def _capability_message(part: Part, index: int) -> dict[str, Any]:
+    data = MessageToDict(part)["data"]
+    if not isinstance(data, dict):
+        raise InvalidParamsError(message=f"parts[{index}].data must be an object (an AITP capability message).")
+    schema = part.metadata.fields.get(SCHEMA)
+    if schema is not None and schema.WhichOneof("kind") == "string_value":
+        return {SCHEMA: schema.string_value, **{k: v for k, v in data.items() if k != SCHEMA}}
+    return data  # its own `$schema`, or none: then it is plain JSON text
+
+
+def a2a_parts(record: MessageRecord) -> list[dict[str, Any]]:
+    """A message's content as A2A parts (JSON form): capability messages as data parts."""
+    parts: list[dict[str, Any]] = []
+    for index, item in enumerate(record.content):
+        kind = item.get("type")
+        if kind == "text":
+            summary = record.aitp[index] if record.aitp else None
+            text = item["text"]["value"]
+            if summary is not None:
+                value = orjson.loads(text)
+                schema = value.pop(SCHEMA)
+                parts.append({"data": value, "metadata": {SCHEMA: schema}, "mediaType": "application/json"})
+            else:
+                parts.append({"text": text})
+        elif kind == "image_url":
+            parts.append({"url": item["image_url"]["url"], "mediaType": "image/*"})
+        else:
+            parts.append({"data": item, "mediaType": "application/json"})
+    return parts
+
+
+def a2a_message(record: MessageRecord, *, agent: str, task_id: str, context_id: str) -> Message:
+    """An AITP message as the A2A message of a task: the agent's as `agent`, anyone else's as `user`."""
+    message_id = record.metadata.get("a2a_message_id") or record.id
+    value = {
+        "messageId": message_id,
+        "contextId": context_id,
+        "taskId": task_id,
+        "role": "ROLE_AGENT" if record.actor == agent else "ROLE_USER",
+        "parts": a2a_parts(record),
+        "metadata": {"aitp_message_id": record.id, "aitp_actor": record.actor},
+    }
+    return ParseDict(value, Message())

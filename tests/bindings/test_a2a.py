@@ -1,0 +1,246 @@
+"""The A2A face, end to end on every backend: an AITP agent (the Python client's `Agent`, on its inbox
+stream) reached by the `a2a-sdk` client over real HTTP and SSE, and an A2A agent built from the SDK
+standing in a thread as an actor.
+
+Specification: an actor that opts in is an A2A agent at /a2a/{actor} with its Agent Card; a message opens
+a task in a thread between the caller and the agent, the agent's answer completes it, a request it sends
+(request_decision) makes it input-required until the caller's answer; streams resume from the thread's
+log without a gap; AITP's refusals arrive as A2A errors; actors that did not opt in are not reachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import ClientConfig, ClientFactory
+from a2a.client.client import Client
+from a2a.types import (
+    GetTaskRequest,
+    Message,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    TaskState,
+)
+from a2a.utils.errors import ContentTypeNotSupportedError, InvalidParamsError, TaskNotFoundError
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+from aitp.app import create_app
+from aitp.client import Agent, AitpClient, Incoming
+from aitp.config import Settings
+from aitp.store import Store
+from tests.conftest import ADMIN_KEY
+from tests.support.serving import serving
+
+DECISIONS = "https://aitp.dev/v1/decisions/schema.json"
+EXAMPLES = Path(__file__).parents[2] / "capabilities" / "aitp-02-decisions" / "1.0.0" / "examples"
+WORKING = TaskState.TASK_STATE_WORKING
+COMPLETED = TaskState.TASK_STATE_COMPLETED
+INPUT_REQUIRED = TaskState.TASK_STATE_INPUT_REQUIRED
+
+
+@dataclass
+class Service:
+    base: str
+    admin: httpx.AsyncClient
+
+    async def key(self, actor: str) -> str:
+        response = await self.admin.post("/v1/keys", json={"actor": actor})
+        assert response.status_code == 200, response.text
+        key: str = response.json()["key"]
+        return key
+
+    async def a2a_settings(self, actor: str, **settings: Any) -> httpx.Response:
+        return await self.admin.put(f"/a2a/{actor}/settings", json=settings)
+
+    async def client(self, key: str, agent: str, *, streaming: bool = True) -> Client:
+        http = httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
+        config = ClientConfig(streaming=streaming, httpx_client=http)
+        return await ClientFactory(config).create_from_url(f"{self.base}/a2a/{agent}")
+
+
+@asynccontextmanager
+async def service(store: Store, **changes: Any) -> AsyncIterator[Service]:
+    settings = Settings(store_url="unused://", admin_key=ADMIN_KEY, **changes)
+    app = create_app(settings, store=store)
+    async with app.router.lifespan_context(app), serving(app) as base:
+        headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        async with httpx.AsyncClient(base_url=base, headers=headers) as admin:
+            yield Service(base, admin)
+
+
+@asynccontextmanager
+async def agent_running(
+    base: str, key: str, on_text: Callable[[Incoming], Awaitable[None]], capabilities: list[str] | None = None
+) -> AsyncIterator[Agent]:
+    """An AITP agent following its inbox, answering text with `on_text`."""
+    async with AitpClient(base_url=base, api_key=key) as client:
+        agent = Agent(client, capabilities=capabilities or [])
+        agent.on_text(on_text)
+        task = asyncio.create_task(agent.run())
+        await asyncio.sleep(0.2)  # its inbox stream is open
+        try:
+            yield agent
+        finally:
+            agent.stop()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def a2a_message(*parts: dict[str, Any], **fields: Any) -> Message:
+    return ParseDict({"messageId": "m-1", "role": "ROLE_USER", "parts": list(parts), **fields}, Message())
+
+
+def text_message(text: str, **fields: Any) -> Message:
+    return a2a_message({"text": text}, **fields)
+
+
+def data_part(message: dict[str, Any]) -> dict[str, Any]:
+    """An AITP capability message as an A2A data part: its `$schema` in the part's metadata."""
+    data = {k: v for k, v in message.items() if k != "$schema"}
+    return {"data": data, "metadata": {"$schema": message["$schema"]}}
+
+
+async def echo(incoming: Incoming) -> None:
+    await incoming.reply(f"echo: {incoming.text}")
+
+
+async def collect(stream: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
+    return [event async for event in stream]
+
+
+async def test_message_send_is_answered_by_the_aitp_agent(store: Store) -> None:
+    async with service(store) as svc:
+        assert (await svc.a2a_settings("shop", serve=True)).status_code == 200
+        async with agent_running(svc.base, await svc.key("shop"), echo):
+            client = await svc.client(await svc.key("alice"), "shop", streaming=False)
+            [response] = await collect(client.send_message(SendMessageRequest(message=text_message("hello"))))
+            task = response.task
+            assert task.status.state == COMPLETED
+            assert task.status.message.parts[0].text == "echo: hello"
+            assert [m.role for m in task.history] == [1, 2]  # user, agent
+            # the same task, read again
+            again = await client.get_task(GetTaskRequest(id=task.id))
+            assert again.status.state == COMPLETED and again.context_id == task.context_id
+
+
+async def test_a_stream_shows_the_task_then_its_completion(store: Store) -> None:
+    async with service(store) as svc:
+        await svc.a2a_settings("shop", serve=True)
+        async with agent_running(svc.base, await svc.key("shop"), echo):
+            client = await svc.client(await svc.key("alice"), "shop")
+            events = await collect(client.send_message(SendMessageRequest(message=text_message("hi"))))
+            assert events[0].task.status.state == WORKING
+            assert events[-1].status_update.status.state == COMPLETED
+            assert events[-1].status_update.status.message.parts[0].text == "echo: hi"
+            assert events[-1].status_update.task_id == events[0].task.id
+
+
+async def test_resubscribing_after_a_dropped_stream_misses_nothing(store: Store) -> None:
+    """The stream drops after its first event; the agent answers twice meanwhile (a question, then the
+    final answer to the caller's reply); resubscribing shows the task as it is, then what follows."""
+    release = asyncio.Event()
+
+    async def slow(incoming: Incoming) -> None:
+        await release.wait()
+        await incoming.reply("done")
+
+    async with service(store) as svc:
+        await svc.a2a_settings("shop", serve=True)
+        async with agent_running(svc.base, await svc.key("shop"), slow):
+            client = await svc.client(await svc.key("alice"), "shop")
+            stream = client.send_message(SendMessageRequest(message=text_message("work")))
+            first = await anext(stream)
+            await stream.aclose()  # the connection drops
+            task_id = first.task.id
+            resubscribed = client.subscribe(SubscribeToTaskRequest(id=task_id))
+            snapshot = await anext(resubscribed)
+            assert snapshot.task.id == task_id and snapshot.task.status.state == WORKING
+            release.set()
+            rest = await collect(resubscribed)
+            assert [e.status_update.status.state for e in rest] == [COMPLETED]
+            assert rest[0].status_update.status.message.parts[0].text == "done"
+
+
+async def test_a_decision_request_makes_the_task_input_required_until_answered(store: Store) -> None:
+    request = json.loads((EXAMPLES / "request_decision_products.json").read_text())
+    choice = json.loads((EXAMPLES / "decision_products.json").read_text())
+    choice["decision"]["request_decision_id"] = request["request_decision"]["id"]
+    choice["decision"]["options"] = [{"id": request["request_decision"]["options"][0]["id"]}]
+
+    async def shop(incoming: Incoming) -> None:
+        await incoming.reply([json.dumps(request)])
+
+    async with service(store) as svc:
+        await svc.a2a_settings("shop", serve=True, capabilities=[DECISIONS])
+        async with agent_running(svc.base, await svc.key("shop"), shop) as agent:
+
+            @agent.on("decision")
+            async def chosen(incoming: Incoming) -> None:
+                await incoming.reply("ordered")
+
+            client = await svc.client(await svc.key("alice"), "shop", streaming=False)
+            ask = text_message("headphones?", extensions=[DECISIONS])
+            [asked] = await collect(client.send_message(SendMessageRequest(message=ask)))
+            task = asked.task
+            assert task.status.state == INPUT_REQUIRED
+            part = MessageToDict(task.status.message.parts[0])
+            assert part["metadata"] == {"$schema": DECISIONS}
+            assert part["data"]["request_decision"]["id"] == request["request_decision"]["id"]
+
+            answer = a2a_message(data_part(choice), taskId=task.id, contextId=task.context_id, messageId="m-2")
+            [answered] = await collect(client.send_message(SendMessageRequest(message=answer)))
+            assert answered.task.id == task.id
+            assert answered.task.status.state == COMPLETED
+            assert answered.task.status.message.parts[0].text == "ordered"
+            users = [m.message_id for m in answered.task.history if m.role == Role.ROLE_USER]
+            assert users == ["m-1", "m-2"] and len(answered.task.history) == 4
+
+
+async def test_an_invalid_data_part_is_refused_with_the_mapped_error(store: Store) -> None:
+    async with service(store) as svc:
+        await svc.a2a_settings("shop", serve=True, capabilities=[DECISIONS])
+        client = await svc.client(await svc.key("alice"), "shop", streaming=False)
+        bad = a2a_message(data_part({"$schema": DECISIONS, "decision": {"options": "none"}}), extensions=[DECISIONS])
+        with pytest.raises(InvalidParamsError) as refused:
+            await collect(client.send_message(SendMessageRequest(message=bad)))
+        assert refused.value.data["aitp_code"] == "invalid_capability_message"
+        unknown = a2a_message(data_part({"$schema": "https://example.com/nope.json", "x": {}}))
+        with pytest.raises(ContentTypeNotSupportedError):
+            await collect(client.send_message(SendMessageRequest(message=unknown)))
+
+
+async def test_only_actors_that_opted_in_are_reachable_and_only_by_members(store: Store) -> None:
+    async with service(store) as svc:
+        await svc.a2a_settings("shop", serve=True)
+        key = await svc.key("alice")
+        async with httpx.AsyncClient(base_url=svc.base, headers={"Authorization": f"Bearer {key}"}) as http:
+            assert (await http.get("/a2a/hidden/.well-known/agent-card.json")).status_code == 404
+            call = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
+            assert (await http.post("/a2a/hidden", json=call)).status_code == 404
+            assert (await httpx.AsyncClient().post(f"{svc.base}/a2a/shop", json=call)).status_code == 401
+            # the settings are the actor's own
+            assert (await http.put("/a2a/alice/settings", json={"serve": True})).status_code == 200
+            assert (await http.put("/a2a/shop/settings", json={"serve": False})).status_code == 403
+        client = await svc.client(key, "shop", streaming=False)
+        [sent] = await collect(
+            client.send_message(
+                SendMessageRequest(message=text_message("x"), configuration={"return_immediately": True})
+            )
+        )
+        bob = await svc.client(await svc.key("bob"), "shop", streaming=False)
+        with pytest.raises(TaskNotFoundError):
+            await bob.get_task(GetTaskRequest(id=sent.task.id))  # not in the task's thread
+        with pytest.raises(TaskNotFoundError):
+            await bob.send_message(SendMessageRequest(message=text_message("y", taskId=sent.task.id))).__anext__()

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from aitp import __version__
+from aitp.bindings.a2a import parts as a2a_parts
 from aitp.bindings.a2a import routes as a2a
 from aitp.bindings.openai_conversations.routes import routes as conversation_routes
 from aitp.bindings.openai_threads import errors, openapi, render
@@ -21,6 +22,7 @@ from aitp.bindings.openai_threads.web import WebMount
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.config import Settings
 from aitp.context import ContextMiddleware
+from aitp.deliveries.a2a import A2ADeliveries
 from aitp.deliveries.webhooks import WebhookDeliveries
 from aitp.events.hub import Hub
 from aitp.gate import Gate
@@ -46,6 +48,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     )
     # webhook bodies are inbox events exactly as this binding's inbox stream sends them
     deliveries = WebhookDeliveries(runtime, render.inbox_frame)
+    # A2A agents standing in threads as actors: messages go out, and answers come in, as the A2A face says
+    a2a_deliveries = A2ADeliveries(runtime, a2a_parts.outgoing, a2a_parts.aitp_content)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -54,6 +58,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         await registration.sync_registry(runtime)
         await runtime.hub.start()
         await deliveries.start()
+        await a2a_deliveries.start()
         followers = [
             # streams of keys revoked by other processes end within PRINCIPAL_TTL
             asyncio.create_task(
@@ -70,6 +75,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await a2a_deliveries.stop()
             await deliveries.stop()
             await runtime.hub.stop()
             if owns_store:

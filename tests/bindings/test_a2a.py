@@ -23,7 +23,17 @@ import httpx
 import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.client.client import Client
+from a2a.helpers import new_text_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
     GetTaskRequest,
     Message,
     Role,
@@ -34,6 +44,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import ContentTypeNotSupportedError, InvalidParamsError, TaskNotFoundError
 from google.protobuf.json_format import MessageToDict, ParseDict
+from starlette.applications import Starlette
 
 from aitp.app import create_app
 from aitp.client import Agent, AitpClient, Incoming
@@ -244,3 +255,60 @@ async def test_only_actors_that_opted_in_are_reachable_and_only_by_members(store
             await bob.get_task(GetTaskRequest(id=sent.task.id))  # not in the task's thread
         with pytest.raises(TaskNotFoundError):
             await bob.send_message(SendMessageRequest(message=text_message("y", taskId=sent.task.id))).__anext__()
+
+
+class Parrot(AgentExecutor):
+    """A remote A2A agent built from the SDK: answers every message with its text, at once."""
+
+    def __init__(self) -> None:
+        self.heard: list[Message] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        self.heard.append(context.message)
+        await event_queue.enqueue_event(new_text_message(f"parrot: {context.get_user_input()}"))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+@asynccontextmanager
+async def sdk_agent(executor: AgentExecutor) -> AsyncIterator[str]:
+    """The SDK's own server (default request handler, in-memory task store) on a free port: its card URL."""
+    app = Starlette()
+    async with serving(app) as base:
+        card = AgentCard(
+            name="parrot",
+            description="repeats",
+            version="1",
+            supported_interfaces=[AgentInterface(url=f"{base}/", protocol_binding="JSONRPC", protocol_version="1.0")],
+            capabilities=AgentCapabilities(streaming=False),
+            default_input_modes=["text/plain"],
+            default_output_modes=["text/plain"],
+            skills=[AgentSkill(id="parrot", name="parrot", description="repeats", tags=["test"])],
+        )
+        handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
+        app.router.routes.extend([*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
+        yield f"{base}/.well-known/agent-card.json"
+
+
+async def test_an_a2a_agent_answers_in_a_thread_as_its_actor(store: Store) -> None:
+    parrot = Parrot()
+    async with (
+        sdk_agent(parrot) as card_url,
+        service(store, webhook_allow=(card_url.split("/.well-known")[0] + "/",)) as svc,
+    ):
+        assert (await svc.a2a_settings("parrot", agent_card_url=card_url)).status_code == 200
+        async with AitpClient(base_url=svc.base, api_key=await svc.key("alice")) as alice:
+            thread = await alice.create_thread(actors=[{"id": "alice"}, {"id": "parrot"}])
+            await alice.create_message(thread.id, content="hello")
+            async with asyncio.timeout(10):
+                while True:
+                    listed = await alice.list_messages(thread.id, order="asc")
+                    if len(listed.data) == 2:
+                        break
+                    await asyncio.sleep(0.05)
+        reply = listed.data[1]
+        assert reply.metadata["actor"] == "parrot"
+        assert reply.content[0].text.value == "parrot: hello"
+        assert [m.context_id for m in parrot.heard] == [thread.id]

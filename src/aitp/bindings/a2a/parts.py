@@ -77,9 +77,15 @@ def a2a_message(record: MessageRecord, *, agent: str, task_id: str, context_id: 
     value = {
         "messageId": message_id,
         "contextId": context_id,
-        "taskId": task_id,
+        **({"taskId": task_id} if task_id else {}),
         "role": "ROLE_AGENT" if record.actor == agent else "ROLE_USER",
         "parts": a2a_parts(record),
         "metadata": {"aitp_message_id": record.id, "aitp_actor": record.actor},
     }
     return ParseDict(value, Message())
+
+
+def outgoing(record: MessageRecord, remote: str) -> Message:
+    """A thread's message as sent to a remote A2A agent standing in the thread as `remote`: the thread is
+    the context, the message's id its messageId."""
+    return a2a_message(record, agent=remote, task_id="", context_id=record.thread_id)

@@ -1,0 +1,192 @@
+"""A2A agents standing in threads as actors: each actor with an Agent Card URL (`store.a2a`) has its inbox
+sent there, and what the agent answers is posted into the thread as that actor.
+
+- Reading: the actor's inbox is read from its cursor when the hub says something was written (or every
+  `POLL` seconds); messages of other actors are sent, everything else is passed over.
+- At most once: a batch of events is claimed by moving the cursor past it (`A2AStore.advance`) before any
+  is sent, so two instances never send one message twice; a crash mid-batch loses what was not sent yet.
+- Sending: the card is fetched (and each URL checked against the webhooks' destination policy) once per
+  `CARD_TTL`; the message goes with the SDK's client (`message/send`, or streaming when the card says so),
+  `contextId` the thread's id. The agent's answer (its message, or its task's status message and artifacts)
+  is posted through `services.messages`, so it is validated as any post is; a refusal is logged.
+The translation both ways is the A2A face's (`to_a2a`, `from_a2a`), handed in by the composition root.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from a2a.client import ClientConfig, ClientFactory
+from a2a.client.card_resolver import parse_agent_card
+from a2a.client.client import Client
+from a2a.types import Message, Part, SendMessageRequest, StreamResponse
+
+from aitp.errors import APIError
+from aitp.events import payloads
+from aitp.principals import Principal
+from aitp.runtime import Runtime
+from aitp.services import inbox, webhooks
+from aitp.services import messages as message_service
+from aitp.services.requests import NewMessage
+from aitp.store.a2a import A2AAgentRecord
+from aitp.store.base import MessageRecord
+
+log = logging.getLogger(__name__)
+
+BATCH = 100  # inbox events claimed at once per agent
+POLL = 1.0  # seconds between looks at the store for other instances' writes and new remote agents
+CARD_TTL = 300.0  # seconds a fetched Agent Card is used
+CREATED = "thread.message.created"
+
+ToA2A = Callable[[MessageRecord, str], Message]  # (message, the remote actor) -> the A2A message it sends
+FromA2A = Callable[[Message], list[Any]]  # an A2A message -> the content of the AITP message it posts
+
+
+class A2ADeliveries:
+    def __init__(self, rt: Runtime, to_a2a: ToA2A, from_a2a: FromA2A) -> None:
+        self.rt = rt
+        self.to_a2a = to_a2a
+        self.from_a2a = from_a2a
+        self.counters: dict[str, int] = {"sent": 0, "answered": 0, "failed": 0}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._wake: dict[str, asyncio.Event] = {}
+        self._clients: dict[str, tuple[float, Client]] = {}
+        self._pump: asyncio.Task[None] | None = None
+        self._http: httpx.AsyncClient | None = None
+
+    async def start(self) -> None:
+        if self._pump is None:
+            self._http = httpx.AsyncClient(
+                follow_redirects=False, trust_env=False, timeout=self.rt.settings.webhook_timeout
+            )
+            self._pump = asyncio.create_task(self._follow(), name="aitp-a2a-deliveries")
+
+    async def stop(self) -> None:
+        tasks = [*self._workers.values(), *([self._pump] if self._pump else [])]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._workers.clear()
+        self._clients.clear()
+        self._pump = None
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def _follow(self) -> None:
+        while True:
+            written = self.rt.hub.any_event.waiter()  # taken before reading: nothing missed
+            try:
+                remotes = await self.rt.store.a2a.remotes()
+            except Exception:  # a store hiccup must not end deliveries for good
+                log.exception("a2a: reading the remote agents failed; retrying in 1s")
+                await asyncio.sleep(1.0)
+                continue
+            for remote in remotes:
+                self._wake.setdefault(remote.actor, asyncio.Event()).set()
+                worker = self._workers.get(remote.actor)
+                if worker is None or worker.done():
+                    self._workers[remote.actor] = asyncio.create_task(self._work(remote.actor))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(POLL):
+                    await written.wait()
+
+    async def _work(self, actor: str) -> None:
+        """One agent's deliveries, one message at a time (a slow agent delays no other)."""
+        wake = self._wake[actor]
+        while True:
+            await wake.wait()
+            wake.clear()
+            try:
+                remote = await self.rt.store.a2a.get(actor)
+                if remote is None or remote.card_url is None:
+                    return
+                await self._deliver(remote)
+            except Exception:
+                log.exception("a2a: delivering to %s failed; retrying in 1s", actor)
+                await asyncio.sleep(1.0)
+                wake.set()
+
+    async def _deliver(self, remote: A2AAgentRecord) -> None:
+        cursor = remote.cursor
+        while True:
+            events = await inbox.read(self.rt.store, remote.actor, cursor, BATCH)
+            if not events:
+                return
+            to = inbox.cursor_of(events[-1])
+            if not await self.rt.store.a2a.advance(remote.actor, cursor, to):
+                return  # another instance claimed these
+            cursor = to
+            for event in events:
+                if event.type != CREATED or payloads.written_before(event.data):
+                    continue
+                message = payloads.message_of(event.data)
+                if message.actor != remote.actor:
+                    await self._send(remote, message)
+
+    async def _client(self, remote: A2AAgentRecord) -> Client:
+        assert remote.card_url is not None and self._http is not None
+        cached = self._clients.get(remote.actor)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        await self._check(remote.card_url)
+        response = await self._http.get(remote.card_url)
+        response.raise_for_status()
+        card = parse_agent_card(response.json())
+        for interface in card.supported_interfaces:
+            await self._check(interface.url)
+        config = ClientConfig(streaming=card.capabilities.streaming, httpx_client=self._http)
+        client = ClientFactory(config).create(card)
+        self._clients[remote.actor] = (time.monotonic() + CARD_TTL, client)
+        return client
+
+    async def _check(self, url: str) -> None:
+        refusal = await webhooks.destination_refusal(url, self.rt.settings)
+        if refusal is not None:
+            raise PermissionError(f"A2A agent URL refused: {refusal}")
+
+    async def _send(self, remote: A2AAgentRecord, message: MessageRecord) -> None:
+        try:
+            client = await self._client(remote)
+            request = SendMessageRequest(message=self.to_a2a(message, remote.actor))
+            self.counters["sent"] += 1
+            parts = _answer([event async for event in client.send_message(request)])
+        except Exception as error:  # what the agent or the network did: logged, and the next message goes on
+            self.counters["failed"] += 1
+            log.warning("a2a: %s did not answer message %s: %s", remote.actor, message.id, error)
+            return
+        if not parts:
+            return
+        body = NewMessage(content=self.from_a2a(Message(parts=parts)), metadata={"a2a_reply_to": message.id})
+        try:
+            await message_service.create_message(self.rt, Principal(actor=remote.actor), message.thread_id, body)
+            self.counters["answered"] += 1
+        except APIError as error:
+            self.counters["failed"] += 1
+            log.warning("a2a: the answer of %s to %s was refused: %s", remote.actor, message.id, error.message)
+
+
+def _answer(events: list[StreamResponse]) -> list[Part]:
+    """The parts of an agent's answer: its message, or its task's artifacts and last status message."""
+    parts: list[Part] = []
+    status: list[Part] = []
+    for event in events:
+        if event.HasField("message"):
+            parts.extend(event.message.parts)
+        elif event.HasField("task"):
+            for artifact in event.task.artifacts:
+                parts.extend(artifact.parts)
+            status = list(event.task.status.message.parts)
+        elif event.HasField("artifact_update"):
+            parts.extend(event.artifact_update.artifact.parts)
+        elif event.HasField("status_update") and event.status_update.status.HasField("message"):
+            status = list(event.status_update.status.message.parts)
+    return parts + status

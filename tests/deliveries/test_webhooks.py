@@ -11,6 +11,7 @@ endpoint; destinations on private or loopback addresses are refused unless allow
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -333,3 +334,32 @@ async def test_an_endpoint_failing_for_the_configured_days_is_disabled_and_healt
         async with httpx.AsyncClient(transport=api._transport, base_url="http://aitp.test") as root:
             counters = (await root.get("/health")).json()["webhooks"]
         assert (counters["attempts"], counters["retrying"], counters["endpoints_disabled"]) == (1, 1, 1)
+
+
+async def test_an_attempt_connects_to_the_address_it_checked_not_to_a_second_resolution(
+    store: Store, monkeypatch: Any
+) -> None:
+    """DNS rebinding: a name that resolves to an allowed address when checked and to another when httpx would
+    connect. The attempt resolves once and connects to the address it checked, naming the host in Host."""
+    loop_type = type(asyncio.get_running_loop())
+    real_getaddrinfo = loop_type.getaddrinfo
+    answers = iter(["127.0.0.1"])
+
+    async def rebinding(self: Any, host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "rebind.test":
+            return await real_getaddrinfo(self, host, port, *args, **kwargs)
+        address = next(answers, "203.0.113.9")  # TEST-NET-3: a second resolution would go nowhere
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+
+    monkeypatch.setattr(loop_type, "getaddrinfo", rebinding)
+    async with receiving() as receiver:
+        named = receiver.url.replace("127.0.0.1", "rebind.test")
+        async with service(store, named, webhook_timeout=2.0) as api:
+            alice = await api.actor("alice")
+            thread_id = await new_thread(alice, "alice")
+            hook = await register(alice, named, event_types=[MESSAGE])
+            answers = iter(["127.0.0.1"])  # the registration resolved it once already
+            await post(alice, thread_id, "pinned")
+            [delivered] = await recorded(alice, hook["id"], "succeeded")
+            assert delivered["attempts"] == 1
+            assert receiver.requests[0].headers["host"] == named.removeprefix("http://").split("/")[0]

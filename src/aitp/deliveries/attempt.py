@@ -68,16 +68,21 @@ async def send(
 ) -> Answer:
     """POST the delivery's body to the endpoint, signed; never raises for what the receiver or the network did."""
     try:
-        refusal = await webhooks.destination_refusal(endpoint.url, settings)
+        target = await webhooks.destination(endpoint.url, settings)
     except APIError as error:
         return Answer(None, error.message)
-    if refusal is not None:
-        return Answer(None, f"destination refused: {refusal}")
+    if isinstance(target, str):
+        return Answer(None, f"destination refused: {target}")
     at = time.time()
-    headers = signed_headers(webhooks.signing_secrets(endpoint, at), delivery.id, at, delivery.body)
+    headers = {
+        **signed_headers(webhooks.signing_secrets(endpoint, at), delivery.id, at, delivery.body),
+        **target.headers,
+    }
+    body = delivery.body.encode()
     try:
         async with asyncio.timeout(settings.webhook_timeout):
-            async with client.stream("POST", endpoint.url, content=delivery.body.encode(), headers=headers) as response:
+            request = client.stream("POST", target.url, content=body, headers=headers, extensions=target.extensions)
+            async with request as response:
                 read = 0
                 async for chunk in response.aiter_raw():
                     read += len(chunk)

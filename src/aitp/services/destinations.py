@@ -14,6 +14,8 @@ import asyncio
 import ipaddress
 import socket
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -97,22 +99,47 @@ def is_public(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-async def private_address(url: httpx.URL) -> str | None:
-    """An address `url`'s host resolves to that is not public (the first found), or None when all are public.
-    A host that does not resolve answers None: there is nothing to reach (the request fails on its own)."""
+async def addresses(url: httpx.URL) -> list[str]:
+    """The IP addresses `url`'s host stands for: itself when it is one, else what it resolves to now (none when
+    it does not resolve)."""
     host = url.host
     try:
-        literal = ipaddress.ip_address(host)
+        ipaddress.ip_address(host)
+        return [host]
     except ValueError:
-        literal = None
-    if literal is not None:
-        return None if is_public(host) else host
+        pass
     try:
         async with asyncio.timeout(RESOLVE_TIMEOUT):
             found = await asyncio.get_running_loop().getaddrinfo(host, url.port or DEFAULT_PORTS[url.scheme])
     except (OSError, TimeoutError, UnicodeError):
-        return None
-    for family, *_, sockaddr in found:
-        if family in (socket.AF_INET, socket.AF_INET6) and not is_public(str(sockaddr[0])):
-            return str(sockaddr[0])
-    return None
+        return []
+    return list(dict.fromkeys(str(sockaddr[0]) for family, *_, sockaddr in found if family in FAMILIES))
+
+
+FAMILIES = (socket.AF_INET, socket.AF_INET6)
+
+
+async def private_address(url: httpx.URL) -> str | None:
+    """An address `url`'s host resolves to that is not public (the first found), or None when all are public.
+    A host that does not resolve answers None: there is nothing to reach (the request fails on its own)."""
+    return next((address for address in await addresses(url) if not is_public(address)), None)
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A request to the address that was checked, not to the host name: resolving the name again when
+    connecting could give another address (DNS rebinding: public when checked, private when used).
+    `headers` and `extensions` keep the name where the receiver and TLS need it (Host, SNI and the
+    certificate's name)."""
+
+    url: httpx.URL
+    headers: dict[str, str]
+    extensions: dict[str, Any]
+
+
+def pinned(url: httpx.URL, address: str) -> Pinned:
+    if address == url.host:
+        return Pinned(url, {}, {})
+    host = url.netloc.decode("ascii")  # with the port when the URL has one, as a Host header carries it
+    extensions = {"sni_hostname": url.host} if url.scheme == "https" else {}
+    return Pinned(url.copy_with(host=address), {"host": host}, extensions)

@@ -14,6 +14,8 @@ import os
 import time
 from dataclasses import dataclass, replace
 
+import httpx
+
 from aitp.config import Settings
 from aitp.errors import InvalidRequest, NotFound, PermissionDenied
 from aitp.events.hub import Signal
@@ -21,7 +23,7 @@ from aitp.ids import new_id
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
 from aitp.services import inbox
-from aitp.services.destinations import is_allowed, parse_url, private_address
+from aitp.services.destinations import Pinned, addresses, is_allowed, is_public, parse_url, pinned
 from aitp.store.webhooks import DeliveryRecord, EndpointRecord, WebhookSecret
 
 MAX_ENDPOINTS_PER_ACTOR = 16
@@ -43,17 +45,32 @@ def changes(rt: Runtime) -> Signal:
 
 
 async def destination_refusal(url: str, settings: Settings) -> str | None:
-    """Why `url` may not receive webhooks (None: it may). Raises 422 `invalid_url` for a URL that is not one."""
+    """Why `url` may not receive webhooks (None: it may). Raises 422 `invalid_url` for a URL that is not one.
+    A host that does not resolve (yet) may be registered: each attempt resolves it again (`destination`)."""
     parsed = parse_url(url, "delivered to")
-    if is_allowed(parsed, settings.webhook_deny):
-        return f"{parsed} matches a prefix of AITP_WEBHOOK_DENY."
-    if is_allowed(parsed, settings.webhook_allow):
+    return _refusal(parsed, await addresses(parsed), settings)
+
+
+async def destination(url: str, settings: Settings) -> Pinned | str:
+    """Where an attempt connects: the address just checked, pinned (see `Pinned`); or why it may not."""
+    parsed = parse_url(url, "delivered to")
+    found = await addresses(parsed)
+    refusal = _refusal(parsed, found, settings)
+    if refusal is not None:
+        return refusal
+    if not found:
+        return f"{parsed.host} does not resolve."
+    return pinned(parsed, found[0])
+
+
+def _refusal(url: httpx.URL, found: list[str], settings: Settings) -> str | None:
+    if is_allowed(url, settings.webhook_deny):
+        return f"{url} matches a prefix of AITP_WEBHOOK_DENY."
+    if is_allowed(url, settings.webhook_allow):
         return None
-    address = await private_address(parsed)
-    if address is not None:
-        return (
-            f"{parsed.host} is a private, loopback or link-local address ({address}); AITP_WEBHOOK_ALLOW may admit it."
-        )
+    private = next((address for address in found if not is_public(address)), None)
+    if private is not None:
+        return f"{url.host} is a private, loopback or link-local address ({private}); AITP_WEBHOOK_ALLOW may admit it."
     return None
 
 

@@ -280,7 +280,7 @@ class AitpRequestHandler(RequestHandler):
         return ListTasksResponse(
             tasks=[v.task(history) for v in page],
             next_page_token=str(offset + size) if more else "",
-            page_size=size,
+            page_size=len(page),
             total_size=len(views),
         )
 

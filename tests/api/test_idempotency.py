@@ -400,7 +400,8 @@ async def test_a_request_that_failed_is_run_again_on_retry(store: Store, status:
 
 
 async def test_only_routes_that_declare_it_take_a_key(api: API) -> None:
-    """Every POST of the API declares it; a route that does not (a DELETE) runs each time, the header ignored."""
+    """Every POST of the API that takes a key declares it; a route that does not (a DELETE) runs each time, the
+    header ignored."""
     user, thread_id = await _member_thread(api)
     message = (await user.post(f"/threads/{thread_id}/messages", json={"content": "hi"})).json()
     path = f"/threads/{thread_id}/messages/{message['id']}"
@@ -418,7 +419,9 @@ async def test_only_routes_that_declare_it_take_a_key(api: API) -> None:
         if any(parameter["name"] == KEY for parameter in operation.get("parameters", []))
     }
     posts = {("POST", path) for path, operations in documented.items() if "post" in operations}
-    assert takes_it == posts and len(posts) == 17
+    # the one public POST: no caller to keep a record for, and a sign-in code works once anyway
+    public = {("POST", "/v1/sign-in")}
+    assert takes_it == posts - public and len(posts) == 17
 
 
 async def test_a_body_over_the_size_limit_is_never_buffered(store: Store) -> None:

@@ -76,6 +76,7 @@ ROUTES = served_routes(APP)
 PUBLIC = {
     ServedRoute("GET", "/v1/capabilities/{capability_id}/{version}/schema.json"),
     ServedRoute("GET", "/v1/capabilities/{capability_id}/{version}/examples"),
+    ServedRoute("POST", "/v1/sign-in"),  # a one-time sign-in code is the credential (tests/api/test_one_time_codes.py)
 }
 
 
@@ -352,10 +353,16 @@ IMPERSONATIONS: dict[ServedRoute, tuple[Any, str, str | None]] = {
         "permission_denied",
         "actor",
     ),
+    ServedRoute("PUT", "/v1/actors/{actor_id}/profile"): ({"display_name": "Shop"}, "permission_denied", "actor"),
+    ServedRoute("POST", "/v1/sign-in-codes"): ({"actor": "owner.near"}, "permission_denied", "actor"),
 }
 # Write routes with no actor to impersonate: a thread's metadata belongs to all its members alike, and a
 # conversation item has no author field (the key's actor writes it).
 NO_ACTOR = {
+    # the key's own actor, always: its profile, a WebSocket ticket; a sign-in code names its actor itself
+    ServedRoute("PUT", "/v1/actors/me/profile"),
+    ServedRoute("POST", "/v1/tickets"),
+    ServedRoute("POST", "/v1/sign-in"),
     ServedRoute("POST", "/v1/threads/{thread_id}"),
     ServedRoute("POST", "/v1/conversations"),
     ServedRoute("POST", "/v1/conversations/{conversation_id}"),

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Request
 
 from aitp.bindings.openai_threads import render
 from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
 from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
+from aitp.bindings.openai_threads.idempotency import idempotent
 from aitp.bindings.openai_threads.models.codes import (
     CreateSignInCodeRequest,
     SignedIn,
@@ -24,10 +27,11 @@ router = APIRouter(prefix="/v1", tags=["keys"], route_class=ApiRoute)
 
 @router.post(
     "/tickets",
-    responses=error_responses(*KEYED),
+    responses=error_responses(*KEYED, *BODY),
     response_model=Ticket,
     summary="A one-time WebSocket ticket (valid 30 s): connect with ?ticket= instead of a key",
 )
+@idempotent(secret="ticket")
 async def create_ticket(request: Request, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     issued = await codes.issue(rt, principal, key_hash_of(request.scope), codes.WEBSOCKET)
     body = {"object": "websocket.ticket", "ticket": issued.secret, "expires_at": int(issued.record.expires_at)}
@@ -40,9 +44,14 @@ async def create_ticket(request: Request, rt: RuntimeDep, principal: PrincipalDe
     response_model=SignInCode,
     summary="A one-time sign-in code for the web UI's link /#code=<code>",
 )
+@idempotent(secret="code")
 async def create_sign_in_code(
-    body: CreateSignInCodeRequest, request: Request, rt: RuntimeDep, principal: PrincipalDep
+    request: Request,
+    rt: RuntimeDep,
+    principal: PrincipalDep,
+    body: Annotated[CreateSignInCodeRequest | None, Body()] = None,
 ) -> FastJSONResponse:
+    body = body or CreateSignInCodeRequest()  # no body: a code for the caller, valid 15 minutes
     issued = await codes.issue(
         rt, principal, key_hash_of(request.scope), codes.SIGN_IN, actor=body.actor, ttl=body.expires_in
     )
@@ -62,6 +71,7 @@ async def create_sign_in_code(
     response_model=SignedIn,
     summary="Exchange a one-time sign-in code for a new key of its actor (no key needed)",
 )
+# not @idempotent: no caller to keep a record for (the route is public), and a code works once anyway
 async def sign_in(body: SignInRequest, rt: RuntimeDep) -> FastJSONResponse:
     created = await codes.sign_in(rt, body.code)
     return FastJSONResponse({**render.api_key(created.record), "key": created.secret})

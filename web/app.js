@@ -187,7 +187,11 @@ class Session {
   onStatus({ state, detail, code }) {
     elements.connection.dataset.state = state;
     elements.connection.querySelector(".connection-text").textContent = detail;
-    if (state === "live") clearNetworkErrors();
+    if (state === "live") {
+      clearNetworkErrors();
+      if (this.dropped) this.view.catchUp(); // what the inbox replays now is marked as new
+    }
+    if (state === "offline") this.dropped = true;
     if (code === 4401) signOut(new ApiError(401, { error: { code: "invalid_api_key", message: detail } }));
   }
 

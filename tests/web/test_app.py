@@ -451,6 +451,9 @@ def test_after_a_network_drop_the_inbox_resumes_without_loss_duplicates_or_reloa
     expect(page.locator("#messages article.message")).to_have_count(4)
     order = page.locator("#messages article.message").evaluate_all("els => els.map(e => e.dataset.messageId)")
     assert order[1:] == posted
+    # what arrived while the connection was down is marked as new
+    expect(page.locator(".new-divider")).to_have_count(1)
+    assert page.locator(".new-divider").evaluate("node => node.nextElementSibling.dataset.messageId") == posted[0]
     assert page.evaluate("window.__sameDocument") is True
     assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
 

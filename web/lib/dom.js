@@ -45,12 +45,6 @@ export function replaceChildren(element, ...children) {
   append(element, children);
 }
 
-/** Show `message` in an alert region (an empty message hides it). */
-export function showAlert(region, message) {
-  region.textContent = message ?? "";
-  region.hidden = !message;
-}
-
 let counter = 0;
 
 /** A document-unique id (labels, aria-describedby and datalists refer to elements by id). */

@@ -9,6 +9,7 @@ import { loadRenderers, messageView } from "./message-view.js";
 import { showError } from "./plain-words.js";
 import { threadTitle } from "./thread-list.js";
 
+const CATCH_UP_MS = 3000; // after a reconnect, how long the replay of missed events may take to arrive
 const ACTOR_EVENTS = new Set(["thread.actor.joined", "thread.actor.updated", "thread.actor.left"]);
 
 export class ThreadView {
@@ -174,8 +175,8 @@ export class ThreadView {
     const atEnd = this.#nearEnd();
     const mine = message.metadata?.actor === this.me;
     const article = messageView(message, this.ctx);
-    if (!mine && !atEnd && !this.divider) {
-      // arrived while the user reads further up (or while offline): mark where the unseen ones start
+    if (!mine && (!atEnd || this.catchingUp) && !this.divider) {
+      // arrived while the user reads further up, or while the connection was down: mark where the unseen start
       this.divider = h("p", { class: "new-divider", role: "separator" }, "New messages");
       this.elements.log.append(this.divider);
     }
@@ -252,6 +253,15 @@ export class ThreadView {
       (others.length ? others : [this.me]).slice(0, 3).map((id) => this.people.avatar(id, "medium")),
     );
     this.#renderActAs();
+  }
+
+  /** The inbox is live again after a drop: what it replays now arrived while the user could not see it. */
+  catchUp() {
+    this.catchingUp = true;
+    clearTimeout(this.catchUpTimer);
+    this.catchUpTimer = setTimeout(() => {
+      this.catchingUp = false;
+    }, CATCH_UP_MS);
   }
 
   /** Profiles arrived: names and avatars change everywhere this view shows them. */

@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], float]] = {
     "hostile_schemas": ([], ["--sizes", "700", "--depths", "12", "--rounds", "3"], 300),
     "stream_memory": ([], ["--rounds", "2", "--messages", "100", "--thread-messages", "100", "--replays", "5"], 300),
     "webhooks": ([], ["--messages", "50", "--writers", "4", "--burst", "20"], 300),
+    "membership": ([], ["--rounds", "1", "--duration", "2"], 180),
 }
 
 
@@ -277,6 +278,19 @@ def webhooks_rows(r: dict[str, Any]) -> list[Row]:
     ]
 
 
+def membership_rows(r: dict[str, Any]) -> list[Row]:
+    small, large = r["sizes"]["2"], r["sizes"]["64"]
+    return [
+        (
+            "POST a message in a 64-actor thread (vs a 2-actor one)",
+            f"{large['rps']:.0f} req/s",
+            f"2 actors {small['rps']:.0f} req/s: x{r['rps_ratio_2_over_64']:.2f}; CPU {large['cpu_us']:.0f}"
+            f" vs {small['cpu_us']:.0f} µs",
+            verdict(r["rps_ratio_2_over_64"] <= 1.2, "<= 1.2x"),
+        )
+    ]
+
+
 ROWS = {
     "validation": validation_rows,
     "ingest": ingest_rows,
@@ -286,6 +300,7 @@ ROWS = {
     "hostile_schemas": hostile_schemas_rows,
     "stream_memory": stream_memory_rows,
     "webhooks": webhooks_rows,
+    "membership": membership_rows,
 }
 
 

@@ -4,10 +4,10 @@ threads of 1k, 100k and 1M messages, and thread creation + joins when the store 
 How the data is loaded (printed with the figures): threads are created through the store API
 (`SQLiteStore.create_thread`, so their rows, actors and first event are exactly what the service writes);
 their messages are then written with direct SQL into the store's own tables, in the shapes the store
-writes (`messages` row, `thread.message.created` event carrying the rendered message, its audience rows,
-the thread's `last_seq`), in transactions of 20,000 messages: posting a million messages through HTTP
+writes (`messages` row, `thread.message.created` event carrying the message record, the thread's
+`last_seq`), in transactions of 20,000 messages: posting a million messages through HTTP
 would take longer than the whole benchmark may. The 100k extra threads (two actors each, the creation
-event and its audience) are written the same way. Nothing is measured in-process: `aitp serve` runs on
+event and their memberships) are written the same way. Nothing is measured in-process: `aitp serve` runs on
 the loaded file and a client times one request at a time (p50 and p90 over `--samples` requests).
 
 Pages: the first page (`limit=20`, newest first), a middle page (`after=` the id of the message in the
@@ -17,10 +17,11 @@ p50 over the 1k thread's, measured in the same run (target: 1M <= 2x 1k).
 MongoDB (`--mongodb-uri mongodb://host/?replicaSet=rs0`, or env AITP_BENCH_MONGODB_URI): after the SQLite
 figures, the same figures on a fresh database of that server (its name replaces the URI's path; dropped at
 the end), with `aitp serve` on that URL. Threads again through the store API (`MongoStore.create_thread`);
-messages, their `thread.message.created` events (with the store-wide `gid` and the `audience` array) and
-the extra threads (thread document, two `thread_actors` documents, creation event) are inserted with
-`insert_many` in batches of 20,000, in MongoStore's document shapes; each batch takes its seqs and gids with
-one `$inc` of the thread's `last_seq` and of the `counters` document, as the store does per event. Without
+messages, their `thread.message.created` events and the extra threads (thread document, two
+`thread_actors` and two `memberships` documents, creation event) are inserted with `insert_many` in batches
+of 20,000, in MongoStore's document shapes; each batch takes its seqs with one `$inc` of the thread's
+`last_seq`, as the store does per event, and its positions from a loader's counter (`counters`; the store
+issues its own, above all of these: see aitp.store.mongo.positions). Without
 a URI, MongoDB is skipped (one line says so).
 
 Run: python bench/scale.py [--sizes 1000,100000,1000000] [--threads 100000] [--samples 100]
@@ -59,8 +60,9 @@ from harness import (
     write_result,
 )
 
-from aitp.bindings.openai_threads import render
+from aitp.events.payloads import message_payload
 from aitp.ids import new_id
+from aitp.services.access import role_of
 from aitp.store.base import ActorRecord, MessageRecord, NewEvent, Store, ThreadRecord
 from aitp.store.sqlite import SQLiteStore
 
@@ -97,7 +99,7 @@ def text_message(thread_id: str, i: int, seq: int, created_at: int, members: lis
         thread_id=thread_id,
         created_at=created_at,
         actor=actor,
-        role=render.role_of(actor, members[0]),
+        role=role_of(actor, members[0]),
         content=[{"type": "text", "text": {"value": f"message {i}: some words", "annotations": []}}],
         seq=seq,
     )
@@ -120,19 +122,14 @@ def load_messages(path: Path, thread_id: str, count: int, members: list[str]) ->
             messages.append((record.id, thread_id, seq, created_at, record.actor, record.role,
                              orjson.dumps(record.content).decode(), "[]", "{}", None))  # fmt: skip
             events.append((thread_id, seq, "thread.message.created", created_at,
-                           orjson.dumps(render.message(record)).decode()))  # fmt: skip
+                           orjson.dumps(message_payload(record)).decode()))  # fmt: skip
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(
             "INSERT INTO messages (id, thread_id, seq, created_at, actor, role, content, attachments, metadata, aitp)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             messages,
         )
-        first_gid = conn.execute("SELECT COALESCE(MAX(gid), 0) + 1 FROM events").fetchone()[0]
         conn.executemany("INSERT INTO events (thread_id, seq, type, created_at, data) VALUES (?, ?, ?, ?, ?)", events)
-        conn.executemany(
-            "INSERT INTO event_audience (actor_id, gid) VALUES (?, ?)",
-            [(m, gid) for gid in range(first_gid, first_gid + n) for m in members],
-        )
         conn.execute("UPDATE threads SET last_seq = ? WHERE id = ?", (seq, thread_id))
         conn.execute("COMMIT")
         done += n
@@ -141,7 +138,7 @@ def load_messages(path: Path, thread_id: str, count: int, members: list[str]) ->
 
 
 def load_threads(path: Path, count: int, actors: tuple[str, str]) -> float:
-    """`count` more threads (two actors, the creation event and its audience) with direct SQL; seconds taken."""
+    """`count` more threads (two actors, the creation event, their memberships) with direct SQL; seconds taken."""
     started = time.perf_counter()
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous=OFF")
@@ -161,14 +158,13 @@ def load_threads(path: Path, count: int, actors: tuple[str, str]) -> float:
             " VALUES (?, ?, NULL, '[]', ?, ?)",
             [(t, a, created_at, i) for t in ids for i, a in enumerate(actors)],
         )
-        first_gid = conn.execute("SELECT COALESCE(MAX(gid), 0) + 1 FROM events").fetchone()[0]
         conn.executemany(
             "INSERT INTO events (thread_id, seq, type, created_at, data) VALUES (?, 1, 'thread.created', ?, ?)",
             [(t, created_at, json.dumps({"id": t, "object": "thread"})) for t in ids],
         )
         conn.executemany(
-            "INSERT INTO event_audience (actor_id, gid) VALUES (?, ?)",
-            [(a, gid) for gid in range(first_gid, first_gid + n) for a in actors],
+            "INSERT INTO memberships (actor_id, thread_id, from_seq, to_seq) VALUES (?, ?, 1, NULL)",
+            [(a, t) for t in ids for a in actors],
         )
         conn.execute("COMMIT")
         done += n
@@ -179,15 +175,13 @@ def load_threads(path: Path, count: int, actors: tuple[str, str]) -> float:
 def mongo_load_messages(db: Any, thread_id: str, count: int, members: list[str]) -> float:
     """Append `count` text messages to a thread with insert_many, in MongoStore's document shapes; seconds.
 
-    Per batch, one `$inc` of the thread's `last_seq` and one of the `counters` document take the batch's
-    seqs and gids (the store takes one of each per event); the event's audience is the thread's actors in
-    `position` order, as `MongoTx.append_event` reads them."""
-    from pymongo import ASCENDING, ReturnDocument
+    Per batch, one `$inc` of the thread's `last_seq` takes the batch's seqs (the store takes one per event),
+    one of the loader's `counters` document its positions."""
+    from pymongo import ReturnDocument
 
     from aitp.store.mongo.documents import message_doc
 
     started = time.perf_counter()
-    audience = [d["actor_id"] for d in db.thread_actors.find({"thread_id": thread_id}).sort("position", ASCENDING)]
     created_at = int(time.time())
     done = 0
     while done < count:
@@ -203,9 +197,9 @@ def mongo_load_messages(db: Any, thread_id: str, count: int, members: list[str])
         for k, i in enumerate(range(done, done + n)):
             seq, gid = last_seq - n + 1 + k, last_gid - n + 1 + k
             record = text_message(thread_id, i, seq, created_at, members)
-            events.append({"thread_id": thread_id, "seq": seq, "gid": gid, "audience": audience,
+            events.append({"thread_id": thread_id, "seq": seq, "gid": gid,
                            "type": "thread.message.created", "created_at": created_at,
-                           "data": render.message(record)})  # fmt: skip
+                           "data": message_payload(record)})  # fmt: skip
             messages.append(message_doc(record))
         db.events.insert_many(events, ordered=False)
         db.messages.insert_many(messages, ordered=False)
@@ -214,10 +208,10 @@ def mongo_load_messages(db: Any, thread_id: str, count: int, members: list[str])
 
 
 def mongo_load_threads(db: Any, count: int, actors: tuple[str, str]) -> float:
-    """`count` more threads (two actors, the creation event with its audience) with insert_many; seconds."""
+    """`count` more threads (two actors, their memberships, the creation event) with insert_many; seconds."""
     from pymongo import ReturnDocument
 
-    from aitp.store.mongo.documents import actor_doc
+    from aitp.store.mongo.documents import actor_doc, membership_key
 
     started = time.perf_counter()
     created_at = int(time.time())
@@ -237,8 +231,13 @@ def mongo_load_threads(db: Any, count: int, actors: tuple[str, str]) -> float:
             [actor_doc(ActorRecord(t, a, joined_at=created_at), i) for t in ids for i, a in enumerate(actors)],
             ordered=False,
         )
+        db.memberships.insert_many(
+            [{"_id": membership_key(t, a, 1), "thread_id": t, "actor_id": a, "from_seq": 1, "to_seq": None}
+             for t in ids for a in actors],
+            ordered=False,
+        )  # fmt: skip
         db.events.insert_many(
-            [{"thread_id": t, "seq": 1, "gid": last_gid - n + 1 + k, "audience": list(actors),
+            [{"thread_id": t, "seq": 1, "gid": last_gid - n + 1 + k,
               "type": "thread.created", "created_at": created_at, "data": {"id": t, "object": "thread"}}
              for k, t in enumerate(ids)],
             ordered=False,

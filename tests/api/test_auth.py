@@ -41,13 +41,13 @@ async def test_key_requests_are_validated(api: API) -> None:
 async def test_a_key_tells_who_it_acts_as(api: API) -> None:
     created = (await api.admin.post("/keys", json={"actor": "shop.near", "scopes": ["capabilities:write"]})).json()
     me = (await api.client(created["key"]).get("/actors/me")).json()
+    assert isinstance(me.pop("inbox_cursor"), int)  # where the log stands: 0 on SQLite, a position on MongoDB
     assert me == {
         "object": "actor.identity",
         "id": "shop.near",
         "admin": False,
         "key_id": created["id"],
         "scopes": ["capabilities:write"],
-        "inbox_cursor": 0,
     }
     admin = (await api.admin.get("/actors/me")).json()
     assert (admin["id"], admin["admin"], admin["key_id"]) == ("admin", True, None)
@@ -55,7 +55,7 @@ async def test_a_key_tells_who_it_acts_as(api: API) -> None:
     thread = (await api.client(created["key"]).post("/threads", json={"messages": ["hi"]})).json()
     now = (await api.client(created["key"]).get("/actors/me")).json()["inbox_cursor"]
     inbox = (await api.client(created["key"]).get("/actors/me/events", params={"after": 0})).json()["data"]
-    assert [e["cursor"] for e in inbox][-1] == now and all(e["thread_id"] == thread["id"] for e in inbox)
+    assert [e["cursor"] for e in inbox][-1] <= now and all(e["thread_id"] == thread["id"] for e in inbox)
     assert (await api.client(created["key"]).get("/actors/me/events", params={"after": now})).json()["data"] == []
 
 

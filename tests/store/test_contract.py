@@ -975,7 +975,7 @@ async def test_has_admin_key_only_while_an_admin_key_exists(store: Store) -> Non
 
 
 async def test_every_event_gets_a_store_wide_gid_in_commit_order(store: Store) -> None:
-    assert await store.last_event_gid() == 0
+    assert await store.events_since(await store.last_event_gid(), limit=10) == []
     a, _, _ = await make_thread(store, ("alice",), ("a1",))
     b, _, _ = await make_thread(store, ("bob",), ("b1",))
     await post(store, a.id, "a2")
@@ -984,7 +984,10 @@ async def test_every_event_gets_a_store_wide_gid_in_commit_order(store: Store) -
     assert [(e.thread_id, e.seq) for e in events] == [(a.id, 1), (a.id, 2), (b.id, 1), (b.id, 2), (a.id, 3)]
     gids = [e.gid for e in events]
     assert gids == sorted(gids) and len(set(gids)) == 5 and gids[0] > 0
-    assert await store.last_event_gid() == gids[-1]
+    now = await store.last_event_gid()  # at or after every event written, before every one to come
+    assert now >= gids[-1] and await store.events_since(now, limit=10) == []
+    await post(store, b.id, "b2", actor="bob")
+    assert [e.seq for e in await store.events_since(now, limit=10)] == [3]
     assert [e.seq for e in await store.events_since(gids[2], limit=1)] == [2]
     assert [e.gid for e in await store.list_events(a.id, after=0, limit=10)] == [gids[0], gids[1], gids[4]]
 

@@ -2,8 +2,9 @@
 transaction primitives each backend implements (`Tx`, transaction.py).
 
 Every mutation writes its change and its event(s) atomically, assigning the thread's next event sequence
-number. Every event also gets an audience: the thread's members after the change, plus an actor the
-change removed (so it hears of its removal) and, for a deletion, everyone who was a member.
+number. Nothing is written per member and event: an actor's inbox follows from its memberships (the seqs
+of a thread's log from the event it joined by to the one it left by; a removed actor sees its removal,
+every member sees the thread's deletion), written only when actors join and leave.
 """
 
 from __future__ import annotations
@@ -141,6 +142,8 @@ class Store(abc.ABC):
             await tx.insert_thread(thread, actors)
             await _insert_refs(tx, refs)
             events = [await tx.append_event(thread.id, created)]
+            for member in actors:
+                await tx.open_membership(thread.id, member.id, events[0].seq)
             for message, event in messages:
                 events.append(await _append_message(tx, message, event))
             thread.last_seq = events[-1].seq
@@ -171,7 +174,9 @@ class Store(abc.ABC):
                 return None
             members = [a.id for a in await tx.actors(thread_id)]
             await tx.clear_thread(thread_id)
-            return await tx.append_event(thread_id, event, also=members)
+            final = await tx.append_event(thread_id, event)
+            await tx.close_memberships(thread_id, members, final.seq)  # the members see the deletion
+            return final
 
         return await self._commit(thread_id, body, large=True)  # a thread's whole log
 
@@ -206,6 +211,8 @@ class Store(abc.ABC):
             else:
                 raise TooManyActors(max_actors or 0, len(before) + 1)
             event = await tx.append_event(actor.thread_id, render(stored, existing is None))
+            if existing is None:
+                await tx.open_membership(actor.thread_id, actor.id, event.seq)
             await _follow_up(tx, actor.thread_id, follow_up, before)
             return stored, event
 
@@ -223,7 +230,8 @@ class Store(abc.ABC):
             if not await tx.delete_actor(thread_id, actor_id):
                 return None
             await tx.free_seat(thread_id, len(before) - 1)
-            stored = await tx.append_event(thread_id, event, also=(actor_id,))
+            stored = await tx.append_event(thread_id, event)
+            await tx.close_memberships(thread_id, (actor_id,), stored.seq)  # it sees that it left, not after
             await _follow_up(tx, thread_id, follow_up, before)
             return stored
 
@@ -365,11 +373,13 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def list_inbox_events(self, actor_id: str, after_gid: int, limit: int) -> list[EventRecord]:
-        """Events whose audience includes `actor_id`, with gid > `after_gid`, in gid order."""
+        """Events with gid > `after_gid`, in gid order, of the threads `actor_id` was a member of when they
+        were written (its memberships)."""
 
     @abc.abstractmethod
     async def last_event_gid(self) -> int:
-        """The highest gid written so far (0 when there is none)."""
+        """A cursor of the store-wide log now: every event written so far is at or before it, every event
+        written from now on after it (the highest gid on SQLite; below the safe point on MongoDB)."""
 
     async def watch_threads(self, poll_interval: float) -> AsyncIterator[set[str]]:
         """Ids of threads that got events, soon after they commit, written by any process sharing the store.

@@ -109,9 +109,19 @@ class Tx(abc.ABC):
     # events
 
     @abc.abstractmethod
-    async def append_event(self, thread_id: str, event: NewEvent, also: Sequence[str] = ()) -> EventRecord:
-        """Log an event under the thread's next seq and the store's next gid; its audience is the thread's
-        actors now, plus `also`."""
+    async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord:
+        """Log an event under the thread's next seq and the store's next gid. Nothing is written per member:
+        who sees it in an inbox follows from the memberships (`open_membership`, `close_memberships`)."""
+
+    # memberships: the seqs of a thread's log each actor sees in its inbox, written when it joins or leaves
+
+    @abc.abstractmethod
+    async def open_membership(self, thread_id: str, actor_id: str, from_seq: int) -> None:
+        """The actor sees the thread's events from `from_seq` on (its joining event)."""
+
+    @abc.abstractmethod
+    async def close_memberships(self, thread_id: str, actor_ids: Sequence[str], to_seq: int) -> None:
+        """The actors' open memberships end at `to_seq` (the event saying they left, or the thread's deletion)."""
 
 
 # A transaction body: a rule's reads and writes, run by `Store.transaction`.

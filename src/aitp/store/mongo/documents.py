@@ -67,3 +67,8 @@ async def thread_actors(db: Any, thread_id: str, session: Session | None = None)
 
 def ref_key(thread_id: str, kind: str, ref_id: str) -> str:
     return f"{thread_id}|{kind}|{ref_id}"
+
+
+def membership_key(thread_id: str, actor_id: str, from_seq: int) -> str:
+    """A membership's `_id`: one per actor, thread and joining event (an actor may leave and join again)."""
+    return f"{thread_id}\x00{actor_id}\x00{from_seq}"

@@ -18,6 +18,9 @@ from pymongo.errors import CollectionInvalid
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
+from aitp.store.mongo.migrations import audience_to_memberships
+from aitp.store.mongo.positions import MAX_COMMIT_MS
+
 T = TypeVar("T")
 
 
@@ -51,6 +54,8 @@ class MongoEngine:
             "thread_actors",
             "messages",
             "events",
+            "memberships",
+            "instances",
             "capability_refs",
             "api_keys",
             "capability_versions",
@@ -72,7 +77,10 @@ class MongoEngine:
         await db.messages.create_index([("thread_id", ASCENDING), ("seq", ASCENDING)], unique=True)
         await db.events.create_index([("thread_id", ASCENDING), ("seq", ASCENDING)], unique=True)
         await db.events.create_index([("gid", ASCENDING)])
-        await db.events.create_index([("audience", ASCENDING), ("gid", ASCENDING)])
+        await db.events.create_index([("thread_id", ASCENDING), ("gid", ASCENDING)])  # an inbox read, further back
+        await db.memberships.create_index([("actor_id", ASCENDING), ("thread_id", ASCENDING)])
+        await db.memberships.create_index([("thread_id", ASCENDING), ("actor_id", ASCENDING), ("to_seq", ASCENDING)])
+        await audience_to_memberships(db)
         await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
         await db.capability_refs.create_index([("message_id", ASCENDING)])
         # MongoDB deletes each record once its own `expires_at` has passed (so changing the retention
@@ -105,5 +113,8 @@ class MongoEngine:
             raise RuntimeError("store is not open")
         async with self._client.start_session() as session:
             return await session.with_transaction(
-                run, read_concern=ReadConcern("snapshot"), write_concern=WriteConcern("majority")
+                run,
+                read_concern=ReadConcern("snapshot"),
+                write_concern=WriteConcern("majority"),
+                max_commit_time_ms=MAX_COMMIT_MS,  # a commit lands soon or not at all (positions.py)
             )

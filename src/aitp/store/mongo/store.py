@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from pymongo import ASCENDING, DESCENDING
-from pymongo.errors import OperationFailure
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.errors import OperationFailure, PyMongoError
 
 from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, Page, Store, ThreadRecord
 from aitp.store.mongo.a2a import MongoA2A
@@ -28,6 +29,7 @@ from aitp.store.mongo.documents import (
 from aitp.store.mongo.engine import MongoEngine
 from aitp.store.mongo.idempotency import MongoIdempotency
 from aitp.store.mongo.keys import MongoKeys
+from aitp.store.mongo.positions import HEARTBEAT, LEASE, Positions
 from aitp.store.mongo.profiles import MongoProfiles
 from aitp.store.mongo.tx import MongoTx
 from aitp.store.mongo.webhooks import MongoWebhooks
@@ -42,12 +44,21 @@ def _within(page: Page[Any]) -> dict[str, Any]:
     return {op: bound for op, bound in (("$gt", page.above), ("$lt", page.below)) if bound is not None}
 
 
+INBOX_WINDOW = 2_000  # events an inbox read scans before it reads through the actor's memberships instead
+
+
+def _within_spans(spans: dict[str, list[tuple[int, int | None]]], event: dict[str, Any]) -> bool:
+    seq = event["seq"]
+    return any(start <= seq and (end is None or seq <= end) for start, end in spans.get(event["thread_id"], ()))
+
+
 class MongoStore(Store):
     """The store on a MongoDB database: transaction bodies and reads through its engine's client."""
 
     def __init__(self, url: str, database: str) -> None:
         super().__init__()
         self.engine = MongoEngine(url, database)
+        self.positions = Positions()
         self.keys = MongoKeys(self.engine)
         self.idempotency = MongoIdempotency(self.engine)
         self.capabilities = MongoCapabilities(self.engine)
@@ -68,8 +79,10 @@ class MongoStore(Store):
 
     async def open(self) -> None:
         await self.engine.open()
+        await self.positions.start(self.engine.db)
 
     async def close(self) -> None:
+        await self.positions.stop()
         await self.engine.close()
 
     async def exists(self) -> bool:
@@ -77,8 +90,33 @@ class MongoStore(Store):
 
     async def transaction(self, body: Body[T], *, shared: bool = False, large: bool = False) -> T:
         # each write its own transaction, awaited on the network: nothing to share, nothing holds the loop
-        db = self.engine.db
-        return await self.engine.transaction(lambda session: body(MongoTx(db, session)))
+        db, positions = self.engine.db, self.positions
+        issued: list[int] = []
+
+        def issue() -> int:
+            issued.append(positions.issue())
+            return issued[-1]
+
+        async def run(session: AsyncClientSession) -> T:
+            result = await body(MongoTx(db, session, issue))
+            if issued:
+                positions.check_lease()  # its positions hold the safe point back only while the lease runs
+            return result
+
+        try:
+            result = await self.engine.transaction(run)
+        except PyMongoError as error:
+            if error.has_error_label("UnknownTransactionCommitResult"):
+                # it may still commit: its positions keep holding the safe point back while the lease would
+                asyncio.get_running_loop().call_later(LEASE, positions.release, issued)
+                raise
+            positions.release(issued)
+            raise
+        except BaseException:
+            positions.release(issued)
+            raise
+        positions.release(issued)
+        return result
 
     # reads
 
@@ -138,33 +176,80 @@ class MongoStore(Store):
 
     # the store-wide event log
 
+    async def _settled(self, after_gid: int) -> dict[str, int]:
+        """Positions after a cursor that a reader may read: below the safe point (see positions.py)."""
+        return {"$gt": after_gid, "$lt": await self.positions.safe_point()}
+
     async def events_since(self, after_gid: int, limit: int) -> list[EventRecord]:
-        cursor = self._db.events.find({"gid": {"$gt": after_gid}}).sort("gid", ASCENDING).limit(limit)
+        cursor = self._db.events.find({"gid": await self._settled(after_gid)}).sort("gid", ASCENDING).limit(limit)
         return [event_record(d) async for d in cursor]
 
     async def threads_written_since(self, after_gid: int, limit: int) -> tuple[int, set[str]]:
-        query = {"gid": {"$gt": after_gid}}
+        query = {"gid": await self._settled(after_gid)}
         cursor = self._db.events.find(query, {"gid": 1, "thread_id": 1}).sort("gid", ASCENDING).limit(limit)
         docs = [d async for d in cursor]
         return (int(docs[-1]["gid"]) if docs else after_gid), {d["thread_id"] for d in docs}
 
     async def list_inbox_events(self, actor_id: str, after_gid: int, limit: int) -> list[EventRecord]:
-        query = {"audience": actor_id, "gid": {"$gt": after_gid}}
-        return [event_record(d) async for d in self._db.events.find(query).sort("gid", ASCENDING).limit(limit)]
+        # A follower near the head: the next INBOX_WINDOW events of the log, kept where the actor was a
+        # member when they were written (one read of its memberships in the threads they are of).
+        settled = await self._settled(after_gid)
+        window = [d async for d in self._db.events.find({"gid": settled}).sort("gid", 1).limit(INBOX_WINDOW)]
+        spans = await self._memberships(actor_id, {"$in": list({d["thread_id"] for d in window})})
+        found = [event_record(d) for d in window if _within_spans(spans, d)][:limit]
+        if len(found) == limit or len(window) < INBOX_WINDOW:
+            return found
+        # Further back: through the actor's memberships, each a range of its thread's log.
+        spans = await self._memberships(actor_id, None)
+        query = {"thread_id": {"$in": list(spans)}, "gid": {**settled, "$gt": window[-1]["gid"]}}
+        async for doc in self._db.events.find(query).sort("gid", 1):
+            if _within_spans(spans, doc):
+                found.append(event_record(doc))
+                if len(found) == limit:
+                    break
+        return found
+
+    async def _memberships(self, actor_id: str, threads: Any) -> dict[str, list[tuple[int, int | None]]]:
+        query: dict[str, Any] = (
+            {"actor_id": actor_id} if threads is None else {"actor_id": actor_id, "thread_id": threads}
+        )
+        spans: dict[str, list[tuple[int, int | None]]] = {}
+        async for m in self._db.memberships.find(query, {"thread_id": 1, "from_seq": 1, "to_seq": 1}):
+            spans.setdefault(m["thread_id"], []).append((m["from_seq"], m["to_seq"]))
+        return spans
 
     async def watch_threads(self, poll_interval: float) -> AsyncIterator[set[str]]:
-        """A change stream on `events` (needs a replica set, as in docker-compose); polling without one."""
-        pipeline = [{"$match": {"operationType": "insert"}}, {"$project": {"fullDocument.thread_id": 1}}]
+        """A change stream on `events` (needs a replica set, as in docker-compose); polling without one.
+
+        A thread is named twice: when its event commits (its followers read by seq: they see it at once), and
+        again once the safe point has passed the event (inbox readers, reading by position, see it then)."""
+        pipeline = [
+            {"$match": {"operationType": "insert"}},
+            {"$project": {"fullDocument.thread_id": 1, "fullDocument.gid": 1}},
+        ]
         try:
-            async with await self._db.events.watch(pipeline) as changes:
+            async with await self._db.events.watch(pipeline, max_await_time_ms=int(HEARTBEAT * 1000)) as changes:
                 log.info("following events through a MongoDB change stream")
-                async for change in changes:
-                    yield {change["fullDocument"]["thread_id"]}
+                unsettled: dict[str, int] = {}  # thread -> its highest position seen above the safe point
+                while True:
+                    change = await changes.try_next()
+                    if change is not None:
+                        event = change["fullDocument"]
+                        unsettled[event["thread_id"]] = max(event["gid"], unsettled.get(event["thread_id"], 0))
+                        yield {event["thread_id"]}
+                        continue
+                    if unsettled:
+                        safe = await self.positions.safe_point()
+                        settled = {thread for thread, gid in unsettled.items() if gid < safe}
+                        for thread in settled:
+                            del unsettled[thread]
+                        if settled:
+                            yield settled
         except OperationFailure as exc:  # e.g. a standalone server: change streams need a replica set
             log.warning("no change stream (%s); polling the event log every %.2fs instead", exc, poll_interval)
         async for threads in super().watch_threads(poll_interval):
             yield threads
 
     async def last_event_gid(self) -> int:
-        doc = await self._db.counters.find_one({"_id": "events"})
-        return 0 if doc is None else int(doc["gid"])
+        """Below the safe point: every event that commits from now on is after it."""
+        return await self.positions.safe_point() - 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pymongo import DESCENDING, ReturnDocument
@@ -12,6 +12,7 @@ from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageReco
 from aitp.store.mongo.documents import (
     Session,
     actor_doc,
+    membership_key,
     message_doc,
     message_record,
     ref_key,
@@ -25,11 +26,12 @@ class MongoTx(Tx):
     """The primitives in a session's transaction. Writers of one thread all update its document (`last_seq`),
     so MongoDB fails all but one of concurrent writers with a write conflict, and they run again."""
 
-    __slots__ = ("db", "session")
+    __slots__ = ("db", "session", "issue")
 
-    def __init__(self, db: Any, session: Session) -> None:
+    def __init__(self, db: Any, session: Session, issue: Callable[[], int]) -> None:
         self.db = db
         self.session = session
+        self.issue = issue  # the next store-wide position (`positions.Positions`), held until the write ends
 
     async def insert_thread(self, thread: ThreadRecord, actors: Sequence[ActorRecord]) -> None:
         await self.db.threads.insert_one(
@@ -160,7 +162,7 @@ class MongoTx(Tx):
     async def delete_refs_of(self, message_id: str) -> None:
         await self.db.capability_refs.delete_many({"message_id": message_id}, session=self.session)
 
-    async def append_event(self, thread_id: str, event: NewEvent, also: Sequence[str] = ()) -> EventRecord:
+    async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord:
         doc = await self.db.threads.find_one_and_update(
             {"_id": thread_id},
             {"$inc": {"last_seq": 1}},
@@ -169,24 +171,12 @@ class MongoTx(Tx):
             session=self.session,
         )
         seq = doc["last_seq"]
-        # The store-wide position comes from one counter updated inside the transaction: a concurrent
-        # writer conflicts on it and retries after this one commits, so gid order is commit order.
-        counter = await self.db.counters.find_one_and_update(
-            {"_id": "events"},
-            {"$inc": {"gid": 1}},
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
-            session=self.session,
-        )
-        gid = counter["gid"]
-        audience = [a.id for a in await self.actors(thread_id)]
-        audience += [a for a in also if a not in audience]
+        gid = self.issue()  # no shared counter: see positions.py
         await self.db.events.insert_one(
             {
                 "thread_id": thread_id,
                 "seq": seq,
                 "gid": gid,
-                "audience": audience,
                 "type": event.type,
                 "created_at": event.created_at,
                 "data": event.data,
@@ -196,3 +186,12 @@ class MongoTx(Tx):
         return EventRecord(
             thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid
         )
+
+    async def open_membership(self, thread_id: str, actor_id: str, from_seq: int) -> None:
+        doc = {"_id": membership_key(thread_id, actor_id, from_seq), "thread_id": thread_id, "actor_id": actor_id}
+        await self.db.memberships.insert_one({**doc, "from_seq": from_seq, "to_seq": None}, session=self.session)
+
+    async def close_memberships(self, thread_id: str, actor_ids: Sequence[str], to_seq: int) -> None:
+        if actor_ids:
+            open_ones = {"thread_id": thread_id, "actor_id": {"$in": list(actor_ids)}, "to_seq": None}
+            await self.db.memberships.update_many(open_ones, {"$set": {"to_seq": to_seq}}, session=self.session)

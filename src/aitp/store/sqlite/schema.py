@@ -57,11 +57,16 @@ CREATE TABLE IF NOT EXISTS events (
     data TEXT NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS events_by_thread_seq ON events (thread_id, seq);
-CREATE TABLE IF NOT EXISTS event_audience (
+-- Who sees which events in its inbox: per actor and thread, the seqs from its joining event to the event
+-- it left by (open while it is a member). Written when actors join and leave, never per event.
+CREATE TABLE IF NOT EXISTS memberships (
     actor_id TEXT NOT NULL,
-    gid INTEGER NOT NULL,
-    PRIMARY KEY (actor_id, gid)
+    thread_id TEXT NOT NULL,
+    from_seq INTEGER NOT NULL,
+    to_seq INTEGER,
+    PRIMARY KEY (actor_id, thread_id, from_seq)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS open_memberships_by_thread ON memberships (thread_id, actor_id) WHERE to_seq IS NULL;
 CREATE TABLE IF NOT EXISTS capability_refs (
     thread_id TEXT NOT NULL,
     kind TEXT NOT NULL,
@@ -135,6 +140,23 @@ CREATE TABLE IF NOT EXISTS a2a_contexts (
     thread_id TEXT NOT NULL,
     PRIMARY KEY (caller, agent, context_id)
 );
+"""
+
+
+# Stores written before memberships kept one audience row per event and member: their memberships are the
+# runs of consecutive seqs each actor saw of each thread (open if it is still a member), then the rows go.
+AUDIENCE_TO_MEMBERSHIPS = """
+INSERT OR IGNORE INTO memberships (actor_id, thread_id, from_seq, to_seq)
+SELECT actor_id, thread_id, MIN(seq), MAX(seq) FROM (
+    SELECT a.actor_id, e.thread_id, e.seq,
+           e.seq - ROW_NUMBER() OVER (PARTITION BY a.actor_id, e.thread_id ORDER BY e.seq) AS run
+    FROM event_audience a JOIN events e ON e.gid = a.gid
+) GROUP BY actor_id, thread_id, run;
+UPDATE memberships SET to_seq = NULL
+WHERE EXISTS (
+    SELECT 1 FROM thread_actors ta WHERE ta.thread_id = memberships.thread_id AND ta.actor_id = memberships.actor_id
+) AND to_seq = (SELECT last_seq FROM threads t WHERE t.id = memberships.thread_id);
+DROP TABLE event_audience;
 """
 
 

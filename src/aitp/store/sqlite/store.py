@@ -17,6 +17,7 @@ from aitp.store.sqlite.idempotency import SQLiteIdempotency
 from aitp.store.sqlite.keys import SQLiteKeys
 from aitp.store.sqlite.profiles import SQLiteProfiles
 from aitp.store.sqlite.schema import (
+    AUDIENCE_TO_MEMBERSHIPS,
     SCHEMA,
     event_record,
     message_record,
@@ -43,6 +44,27 @@ def _within(column: str, page: Page[Any]) -> tuple[str, list[Any]]:
 
 def _direction(page: Page[Any]) -> str:
     return "ASC" if page.ascending else "DESC"
+
+
+INBOX_WINDOW = 2_000  # gids an inbox read scans before it reads through the actor's memberships instead
+INBOX_WINDOW_READ = (
+    "SELECT e.* FROM events e WHERE e.gid > ? AND e.gid <= ? AND EXISTS (SELECT 1 FROM memberships m"
+    " WHERE m.actor_id = ? AND m.thread_id = e.thread_id AND m.from_seq <= e.seq"
+    " AND (m.to_seq IS NULL OR m.to_seq >= e.seq)) ORDER BY e.gid LIMIT ?"
+)
+INBOX_BY_MEMBERSHIP_READ = (
+    "SELECT e.* FROM memberships m JOIN events e ON e.thread_id = m.thread_id AND e.seq >= m.from_seq"
+    " AND (m.to_seq IS NULL OR e.seq <= m.to_seq) WHERE m.actor_id = ? AND e.gid > ? ORDER BY e.gid LIMIT ?"
+)
+
+
+def _audience_to_memberships(conn: sqlite3.Connection) -> None:
+    """Once, on a store written before memberships (see `AUDIENCE_TO_MEMBERSHIPS`)."""
+    legacy = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_audience'").fetchone()
+    if legacy:
+        for statement in AUDIENCE_TO_MEMBERSHIPS.split(";"):
+            if statement.strip():
+                conn.execute(statement)
 
 
 class SQLiteStore(Store):
@@ -86,6 +108,7 @@ class SQLiteStore(Store):
 
     async def open(self) -> None:
         await self.engine.open(SCHEMA + WEBHOOK_TABLES)
+        await self.engine.write(_audience_to_memberships, may_wait=True)  # unbounded, once: off the loop
 
     async def close(self) -> None:
         await self.engine.close()
@@ -186,12 +209,18 @@ class SQLiteStore(Store):
 
     async def list_inbox_events(self, actor_id: str, after_gid: int, limit: int) -> list[EventRecord]:
         def op(conn: sqlite3.Connection) -> list[EventRecord]:
-            rows = conn.execute(
-                "SELECT e.* FROM event_audience a JOIN events e ON e.gid = a.gid"
-                " WHERE a.actor_id = ? AND a.gid > ? ORDER BY a.gid LIMIT ?",
-                (actor_id, after_gid, limit),
-            )
-            return [event_record(r) for r in rows]
+            # A follower near the head: the next INBOX_WINDOW events of the log, each kept if the actor was a
+            # member when it was written (one probe of its memberships per event).
+            found = [
+                event_record(r)
+                for r in conn.execute(INBOX_WINDOW_READ, (after_gid, after_gid + INBOX_WINDOW, actor_id, limit))
+            ]
+            beyond = conn.execute("SELECT 1 FROM events WHERE gid > ?", (after_gid + INBOX_WINDOW,)).fetchone()
+            if len(found) == limit or beyond is None:
+                return found
+            # Further back: through the actor's memberships, each a range of its thread's log.
+            rest = conn.execute(INBOX_BY_MEMBERSHIP_READ, (actor_id, after_gid + INBOX_WINDOW, limit - len(found)))
+            return found + [event_record(r) for r in rest]
 
         return await self.engine.run(op)
 

@@ -86,9 +86,6 @@ class SQLiteTx(Tx):
         conn = self.conn
         conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
         conn.execute("DELETE FROM thread_actors WHERE thread_id = ?", (thread_id,))
-        conn.execute(
-            "DELETE FROM event_audience WHERE gid IN (SELECT gid FROM events WHERE thread_id = ?)", (thread_id,)
-        )
         conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
         conn.execute("DELETE FROM capability_refs WHERE thread_id = ?", (thread_id,))
         conn.execute(
@@ -180,7 +177,7 @@ class SQLiteTx(Tx):
     async def delete_refs_of(self, message_id: str) -> None:
         self.conn.execute("DELETE FROM capability_refs WHERE message_id = ?", (message_id,))
 
-    async def append_event(self, thread_id: str, event: NewEvent, also: Sequence[str] = ()) -> EventRecord:
+    async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord:
         conn = self.conn
         seq = conn.execute(
             "UPDATE threads SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq", (thread_id,)
@@ -189,12 +186,18 @@ class SQLiteTx(Tx):
             "INSERT INTO events (thread_id, seq, type, created_at, data) VALUES (?, ?, ?, ?, ?)",
             (thread_id, seq, event.type, event.created_at, dumps(event.data)),
         ).lastrowid
-        conn.execute(
-            "INSERT OR IGNORE INTO event_audience (actor_id, gid) SELECT actor_id, ? FROM thread_actors"
-            " WHERE thread_id = ?",
-            (gid, thread_id),
-        )
-        conn.executemany("INSERT OR IGNORE INTO event_audience (actor_id, gid) VALUES (?, ?)", [(a, gid) for a in also])
         return EventRecord(
             thread_id=thread_id, seq=seq, type=event.type, created_at=event.created_at, data=event.data, gid=gid or 0
+        )
+
+    async def open_membership(self, thread_id: str, actor_id: str, from_seq: int) -> None:
+        self.conn.execute(
+            "INSERT INTO memberships (actor_id, thread_id, from_seq, to_seq) VALUES (?, ?, ?, NULL)",
+            (actor_id, thread_id, from_seq),
+        )
+
+    async def close_memberships(self, thread_id: str, actor_ids: Sequence[str], to_seq: int) -> None:
+        self.conn.executemany(
+            "UPDATE memberships SET to_seq = ? WHERE thread_id = ? AND actor_id = ? AND to_seq IS NULL",
+            [(to_seq, thread_id, actor_id) for actor_id in actor_ids],
         )

@@ -78,6 +78,18 @@ async def recorded(client: httpx.AsyncClient, hook_id: str, status: str, count: 
     raise AssertionError(f"not {count} {status} deliveries: {found}")
 
 
+async def notices(client: httpx.AsyncClient) -> list[dict[str, Any]]:
+    """The `webhook.disabled` events of the actor's inbox, once there is one (the service notes the endpoint
+    disabled, then tells its actor)."""
+    for _ in range(200):
+        inbox = (await client.get("/actors/me/events", params={"after": 0})).json()["data"]
+        found = [e["data"] for e in inbox if e["type"] == "webhook.disabled"]
+        if found:
+            return found
+        await asyncio.sleep(0.025)
+    raise AssertionError("no webhook.disabled event in the inbox")
+
+
 async def test_a_delivery_is_the_inbox_event_signed_so_the_librarys_own_verifier_accepts_it(store: Store) -> None:
     async with receiving() as receiver, service(store, receiver.url) as api:
         alice = await api.actor("alice")
@@ -363,3 +375,27 @@ async def test_an_attempt_connects_to_the_address_it_checked_not_to_a_second_res
             [delivered] = await recorded(alice, hook["id"], "succeeded")
             assert delivered["attempts"] == 1
             assert receiver.requests[0].headers["host"] == named.removeprefix("http://").split("/")[0]
+
+
+async def test_an_actor_is_told_when_its_endpoint_is_disabled(store: Store, backend: Backend) -> None:
+    """Through its inbox: a `webhook.disabled` event of its notices thread, which its streams and its other
+    webhooks carry too."""
+    backend.require_isolated_transactions()  # the notice is written while the engine's own writes run
+    async with (
+        receiving(Receiver(answers=[500])) as receiver,
+        service(store, receiver.url, webhook_disable_days=0.0) as api,
+    ):
+        alice = await api.actor("alice")
+        thread_id = await new_thread(alice, "alice")
+        hook = await register(alice, receiver.url, event_types=[MESSAGE])
+        await post(alice, thread_id, "into the void")
+        [notice] = await notices(alice)
+        disabled = (await alice.get(f"/webhooks/{hook['id']}")).json()
+        assert notice == {
+            "webhook_id": hook["id"],
+            "url": receiver.url,
+            "reason": "every attempt failed for 0 days",
+            "failing_since": disabled["failing_since"],
+        }
+        threads = (await alice.get("/threads")).json()["data"]
+        assert [t["metadata"]["title"] for t in threads if t["id"] != thread_id] == ["Notices from the service"]

@@ -29,7 +29,7 @@ from aitp.deliveries.attempt import Answer, backoff, http_client, send
 from aitp.events.stream import Render
 from aitp.ids import new_id
 from aitp.runtime import Runtime
-from aitp.services import inbox, webhooks
+from aitp.services import inbox, notices, webhooks
 from aitp.store.base import EventRecord
 from aitp.store.webhooks import DeliveryRecord, EndpointRecord, delivery_id
 
@@ -229,6 +229,8 @@ class WebhookDeliveries:
             log.warning("webhooks: endpoint %s of %s disabled: %s", endpoint.id, endpoint.actor, disable)
             self.counters["endpoints_disabled"] += 1
             await store.set_health(endpoint.id, since, disable)
+            notice = {"webhook_id": endpoint.id, "url": endpoint.url, "reason": disable, "failing_since": int(since)}
+            await notices.notify(self.rt.store, endpoint.actor, "webhook.disabled", notice)
             self._wake_pump()
         elif endpoint.failing_since is None:
             endpoint.failing_since = since

@@ -1079,6 +1079,9 @@ async def test_registered_capability_versions_round_trip_in_registration_order(s
         assert await store.capabilities.register(record) == record
 
     assert await store.capabilities.all() == [second, first, other]
+    # what an instance following the store asks once it has the first two: the new one only
+    seen = {(second.id, second.version), (first.id, first.version)}
+    assert await store.capabilities.all(skip=seen) == [other]
 
 
 async def test_the_first_registration_of_an_id_and_version_wins(store: Store) -> None:

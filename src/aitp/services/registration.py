@@ -77,9 +77,7 @@ async def sync_registry(rt: Runtime) -> int:
     syncs = rt.state(_Syncs)
     syncs.last = time.monotonic()
     fresh: list[tuple[CapabilityRef, CapabilityVersionRecord]] = []
-    for record in await rt.store.capabilities.all():
-        if (record.id, record.version) in syncs.seen:
-            continue
+    for record in await rt.store.capabilities.all(skip=syncs.seen):
         try:
             ref = CapabilityRef(record.id, Version(record.version))
         except Exception as exc:  # noqa: BLE001 - a malformed record is skipped like any unloadable one

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import abc
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +43,19 @@ class CapabilityStore(abc.ABC):
         assert stored is not None, "a registered version is never deleted"
         return stored
 
+    async def all(self, skip: Collection[tuple[str, str]] = ()) -> list[CapabilityVersionRecord]:
+        """Every registered version but the (id, version) pairs in `skip`, oldest registration first. Only the
+        new ones' documents are read: an instance following the store reads ids alone while nothing is new."""
+        wanted = [key for key in await self._keys() if key not in skip]
+        return await self._documents(wanted) if wanted else []
+
     @abc.abstractmethod
-    async def all(self) -> list[CapabilityVersionRecord]:
-        """Every registered version, oldest registration first."""
+    async def _keys(self) -> list[tuple[str, str]]:
+        """(id, version) of every registered version, oldest registration first."""
+
+    @abc.abstractmethod
+    async def _documents(self, keys: list[tuple[str, str]]) -> list[CapabilityVersionRecord]:
+        """The versions named, in the order of `keys`."""
 
     @abc.abstractmethod
     async def _add(self, record: CapabilityVersionRecord) -> None:

@@ -23,10 +23,15 @@ class MongoCapabilities(CapabilityStore):
     def _versions(self) -> Any:
         return self._engine.db.capability_versions
 
-    async def all(self) -> list[CapabilityVersionRecord]:
-        return [
-            _version(d) async for d in self._versions.find({}).sort([("created_at", ASCENDING), ("_id", ASCENDING)])
-        ]
+    async def _keys(self) -> list[tuple[str, str]]:
+        oldest_first = [("created_at", ASCENDING), ("_id", ASCENDING)]
+        ids = [d["_id"] async for d in self._versions.find({}, {"_id": 1}).sort(oldest_first)]
+        return [(key.rpartition("@")[0], key.rpartition("@")[2]) for key in ids]
+
+    async def _documents(self, keys: list[tuple[str, str]]) -> list[CapabilityVersionRecord]:
+        ids = [f"{capability_id}@{version}" for capability_id, version in keys]
+        found = {d["_id"]: _version(d) async for d in self._versions.find({"_id": {"$in": ids}})}
+        return [found[i] for i in ids if i in found]
 
     async def _add(self, record: CapabilityVersionRecord) -> None:
         # the document as a JSON string: schemas are full of "$ref"/"$schema" keys, which MongoDB < 5 refuses

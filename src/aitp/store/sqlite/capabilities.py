@@ -16,9 +16,16 @@ class SQLiteCapabilities(CapabilityStore):
     def __init__(self, engine: SQLiteEngine) -> None:
         self._engine = engine
 
-    async def all(self) -> list[CapabilityVersionRecord]:
-        select = "SELECT * FROM capability_versions ORDER BY position"  # the autoincrement: registration order
-        return await self._engine.run(lambda conn: [_version(r) for r in conn.execute(select)])
+    async def _keys(self) -> list[tuple[str, str]]:
+        select = "SELECT id, version FROM capability_versions ORDER BY position"  # autoincrement: registration order
+        return await self._engine.run(lambda conn: [(r[0], r[1]) for r in conn.execute(select)])
+
+    async def _documents(self, keys: list[tuple[str, str]]) -> list[CapabilityVersionRecord]:
+        def op(conn: sqlite3.Connection) -> list[CapabilityVersionRecord]:
+            select = "SELECT * FROM capability_versions WHERE id = ? AND version = ?"
+            return [_version(row) for key in keys if (row := conn.execute(select, key).fetchone()) is not None]
+
+        return await self._engine.run(op)
 
     async def _add(self, record: CapabilityVersionRecord) -> None:
         def op(conn: sqlite3.Connection) -> None:

@@ -95,3 +95,19 @@ async def test_a_transaction_does_not_commit_when_its_lease_is_nearly_out(
             a.check_lease()
     finally:
         await a.stop()
+
+
+async def test_a_crashed_instance_holds_the_safe_point_back_until_its_lease_ends(
+    database: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(module, "LEASE", 0.5)
+    a, b = await started(database), await started(database)
+    held = a.issue()  # a transaction open when its instance dies
+    await asyncio.sleep(2 * module.HEARTBEAT)
+    assert a._task is not None
+    a._task.cancel()  # killed: no more heartbeats, no clean stop, the slot still named
+    try:
+        assert await b.safe_point() <= held
+        await until(lambda: _above(b, held), timeout=3)  # the lease ran out: nothing of a's can commit now
+    finally:
+        await b.stop()

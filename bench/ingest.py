@@ -81,8 +81,11 @@ def bodies(tmp: Path) -> dict[str, Path]:
     return paths
 
 
-def run_wrk(url: str, body: Path, token: str, *, duration: float, connections: int, threads: int) -> dict[str, Any]:
-    """One wrk run; its figures (requests, errors, latency) as wrk's Lua `done` printed them."""
+def run_wrk(
+    url: str, body: Path, token: str, *, duration: float, connections: int, threads: int, headers: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """One wrk run; its figures (requests, errors, latency) as wrk's Lua `done` printed them; `headers`
+    ("Name: value") are sent with every request."""
     command = [
         wrk_path(),
         f"-t{threads}",
@@ -97,6 +100,7 @@ def run_wrk(url: str, body: Path, token: str, *, duration: float, connections: i
         str(body),
         token,
         uuid.uuid4().hex[:8],
+        *headers,
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=duration + 60)
     line = next((x for x in done.stdout.splitlines() if x.startswith("WRK_JSON ")), None)

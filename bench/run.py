@@ -40,6 +40,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], float]] = {
     "stream_memory": ([], ["--rounds", "2", "--messages", "100", "--thread-messages", "100", "--replays", "5"], 300),
     "webhooks": ([], ["--messages", "50", "--writers", "4", "--burst", "20"], 300),
     "membership": ([], ["--rounds", "1", "--duration", "2"], 180),
+    "a2a": ([], ["--rounds", "1", "--duration", "2"], 180),
 }
 
 
@@ -291,6 +292,18 @@ def membership_rows(r: dict[str, Any]) -> list[Row]:
     ]
 
 
+def a2a_rows(r: dict[str, Any]) -> list[Row]:
+    aitp, reference, ratio = r["servers"]["aitp"], r["servers"]["reference"], r["ratio"]
+    return [
+        (
+            "A2A SendMessage through the binding (agent answers at once)",
+            f"{aitp['rps']:.0f} req/s",
+            f"a2a-sdk reference server {reference['rps']:.0f} req/s: x{ratio['value']:.2f}",
+            verdict(ratio["met"], ">= 2x"),
+        )
+    ]
+
+
 ROWS = {
     "validation": validation_rows,
     "ingest": ingest_rows,
@@ -301,6 +314,7 @@ ROWS = {
     "stream_memory": stream_memory_rows,
     "webhooks": webhooks_rows,
     "membership": membership_rows,
+    "a2a": a2a_rows,
 }
 
 

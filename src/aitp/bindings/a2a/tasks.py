@@ -13,7 +13,6 @@ a stream of a task resumes from the thread's event log without a gap.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from a2a.types import Message, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
@@ -51,10 +50,6 @@ def parse_task_id(value: str) -> tuple[str, str]:
 
 def _asks(record: MessageRecord) -> bool:
     return any(summary is not None and summary.get("type") in REQUESTS for summary in record.aitp or ())
-
-
-def _timestamp(seconds: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 @dataclass
@@ -118,7 +113,7 @@ class TaskView:
 
     def status(self) -> TaskStatus:
         status = TaskStatus(state=self.state)
-        status.timestamp.FromJsonString(_timestamp(self.updated_at))
+        status.timestamp.FromSeconds(int(self.updated_at))
         if self.status_message is not None:
             status.message.CopyFrom(self.message(self.status_message))
         return status

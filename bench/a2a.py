@@ -1,0 +1,290 @@
+"""A2A SendMessage (JSON-RPC, A2A 1.0) through aitp's A2A face against the a2a-sdk's own reference server,
+both under wrk in the same run, rounds interleaved so that load from other processes hits both alike.
+
+- aitp: `aitp serve` (SQLite, durable) with an actor served over A2A (`/a2a/shop`) and an AITP agent
+  process answering every text message at once from its inbox stream (`--agent`). A SendMessage posts
+  the caller's message into the thread, waits for the agent's reply to arrive in the thread's event log
+  and answers the completed task: two durable writes and a round trip through the agent per request.
+- reference: the SDK's `DefaultRequestHandler` with its `InMemoryTaskStore` and an `AgentExecutor` that
+  completes the task with its answer at once, behind the SDK's own JSON-RPC routes (`--reference`), served
+  with `aitp serve`'s uvicorn options (`aitp.cli.uvicorn_options`). Nothing is persisted.
+Every request is a fresh text message (new messageId, no contextId: a new task in a new context each time)
+and both answer a completed Task holding the agent's message. Figures: requests/s (median over rounds),
+latency, server CPU µs per request (the aitp agent's CPU reported beside it); the ratio aitp/reference per
+round, then the median (target >= 2).
+
+Run: python bench/a2a.py [--rounds 3] [--duration 4] [--connections 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# this file is `a2a`, as the SDK's package is: look in bench/ last, so `import a2a` finds the SDK
+sys.path.append(sys.path.pop(0))
+
+import httpx  # noqa: E402
+import ingest  # noqa: E402
+from harness import (  # noqa: E402
+    RESULTS,
+    BenchError,
+    Sampler,
+    admin_client,
+    cpu_seconds,
+    create_key,
+    machine_info,
+    print_profile,
+    run_main,
+    running,
+    start_aitp,
+    write_result,
+)
+from ingest import run_wrk  # noqa: E402
+
+from aitp import testing  # noqa: E402
+from aitp.testing import ServerProcess  # noqa: E402
+
+TARGET = 2.0
+HEADERS = ("A2A-Version: 1.0",)
+ANSWER = "Hello! You said: "
+
+
+def request_body(tmp: Path) -> Path:
+    """A SendMessage request for wrk's Lua script (`__SEQ__`: a value unique per request)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": "__SEQ__",
+        "method": "SendMessage",
+        "params": {
+            "message": {
+                "messageId": "m-__SEQ__",
+                "role": "ROLE_USER",
+                "parts": [{"text": "I would like some noise-cancelling headphones, under 300 USD please."}],
+            }
+        },
+    }
+    path = tmp / "send.json"
+    path.write_text(json.dumps(body))
+    return path
+
+
+# ------------------------------------------------------------------------------ the reference server
+
+
+def reference_app() -> Any:
+    """The SDK's reference server: default request handler, in-memory task store, an agent answering at once."""
+    from a2a.helpers import new_task_from_user_message, new_text_part
+    from a2a.server.agent_execution import AgentExecutor, RequestContext
+    from a2a.server.events import EventQueue
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+    from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    class AnswerAtOnce(AgentExecutor):
+        async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+            assert context.message is not None
+            task = context.current_task or new_task_from_user_message(context.message)
+            await event_queue.enqueue_event(task)
+            updater = TaskUpdater(event_queue, task.id, task.context_id)
+            answer = updater.new_agent_message([new_text_part(ANSWER + context.get_user_input())])
+            await updater.complete(answer)
+
+        async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+            raise NotImplementedError
+
+    card = AgentCard(
+        name="reference",
+        description="The a2a-sdk's reference server, answering at once.",
+        version="1",
+        supported_interfaces=[AgentInterface(url="/", protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="answer", name="answer", description="answers at once", tags=["bench"])],
+    )
+    handler = DefaultRequestHandler(agent_executor=AnswerAtOnce(), task_store=InMemoryTaskStore(), agent_card=card)
+
+    async def health(_: Any) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/"), Route("/health", health)]
+    return Starlette(routes=routes)
+
+
+def serve_reference(port: int) -> None:
+    import uvicorn
+
+    from aitp.cli import uvicorn_options
+    from aitp.config import Settings
+
+    uvicorn.run(reference_app(), **uvicorn_options(Settings(port=port)))
+
+
+def start_reference(log: Path) -> ServerProcess:
+    # started as `aitp serve` is (`bench/a2a.py --reference serve --port N`), answering /health when ready
+    try:
+        return testing.start_server("unused://", log, command=[sys.executable, __file__, "--reference"])
+    except RuntimeError as exc:
+        raise BenchError(f"stage 'start the reference server': {exc}") from None
+
+
+# ------------------------------------------------------------------------------ the aitp agent
+
+
+async def run_agent(base_url: str, key: str) -> None:
+    """An AITP agent answering every text message at once (each reply posted without waiting for the last)."""
+    from aitp.client import Agent, AitpClient, Incoming
+
+    async with AitpClient(base_url=base_url, api_key=key) as client:
+        agent = Agent(client)
+        replies: set[asyncio.Task[Any]] = set()
+
+        @agent.on_text
+        async def answer(incoming: Incoming) -> None:
+            reply = asyncio.create_task(incoming.reply(ANSWER + incoming.text))
+            replies.add(reply)
+            reply.add_done_callback(replies.discard)
+
+        await agent.run()
+
+
+def start_agent(server: ServerProcess, key: str, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as handle:
+        command = [sys.executable, __file__, "--agent", server.base_url, key]
+        return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)
+
+
+def aitp_ready(server: ServerProcess, caller: str, body: Path, agent_log: Path) -> None:
+    """One SendMessage answered by the agent (its inbox stream is open)."""
+    request = json.loads(body.read_text().replace("__SEQ__", "ready"))
+    headers = {"Authorization": f"Bearer {caller}", "A2A-Version": "1.0", "Content-Type": "application/json"}
+    answer: Any = None
+    for _ in range(3):
+        answer = httpx.post(f"{server.base_url}/a2a/shop", json=request, headers=headers, timeout=15).json()
+        if answer.get("result", {}).get("task", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED":
+            return
+    tail = agent_log.read_text(errors="replace")[-1500:]
+    raise BenchError(f"the aitp agent did not answer a SendMessage: {answer}\n--- agent log ---\n{tail}")
+
+
+# ------------------------------------------------------------------------------ measuring
+
+
+def measure_one(
+    server: ServerProcess, url: str, token: str, agent: int | None, body: Path, args: argparse.Namespace
+) -> dict[str, Any]:
+    """One wrk run against `server`, with its CPU (and the aitp agent's, pid `agent`) per request."""
+    pid = server.process.pid
+    cpu, agent_cpu = cpu_seconds(pid), cpu_seconds(agent) if agent else 0.0
+    figures = run_wrk(
+        url, body, token, duration=args.duration, connections=args.connections, threads=1, headers=HEADERS
+    )
+    requests = max(1, figures["requests"])
+    figures["server_cpu_us_per_request"] = (cpu_seconds(pid) - cpu) / requests * 1e6
+    if agent:
+        figures["agent_cpu_us_per_request"] = (cpu_seconds(agent) - agent_cpu) / requests * 1e6
+    return figures
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="aitp-a2a-") as tmp_name:
+        tmp = Path(tmp_name)
+        body = request_body(tmp)
+        env = {"AITP_A2A_WAIT_SECONDS": "10"}
+        with (
+            running(start_reference(tmp / "reference.log")) as reference,
+            running(start_aitp(f"sqlite:///{tmp / 'a2a.db'}", tmp / "aitp.log", env=env)) as server,
+        ):
+            with admin_client(server) as admin:
+                shop, caller = create_key(admin, "shop"), create_key(admin, "customer")
+                settings = admin.put(f"{server.base_url}/a2a/shop/settings", json={"serve": True})
+                if settings.status_code != 200:
+                    raise BenchError(f"PUT /a2a/shop/settings answered {settings.status_code}: {settings.text}")
+            agent = start_agent(server, shop, tmp / "agent.log")
+            try:
+                aitp_ready(server, caller, body, tmp / "agent.log")
+                targets = {
+                    "reference": (reference, reference.base_url + "/", "", None),
+                    "aitp": (server, f"{server.base_url}/a2a/shop", caller, agent.pid),
+                }
+                for _, url, token, _ in targets.values():  # warm-up: connections, caches
+                    run_wrk(url, body, token, duration=1, connections=args.connections, threads=1, headers=HEADERS)
+                rounds = [{n: measure_one(*t, body, args) for n, t in targets.items()} for _ in range(args.rounds)]
+                profiles = {}
+                if args.profile:  # where each server spends its CPU, during one more run each
+                    for name, target in targets.items():
+                        with Sampler(target[0].process.pid, RESULTS / f"a2a-profile-{name}.txt", args.duration) as s:
+                            measure_one(*target, body, args)
+                        profiles[name] = s.summary
+                return {"rounds": rounds, "profiles": profiles}
+            finally:
+                agent.terminate()
+                agent.wait(timeout=10)
+
+
+def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    servers = ingest.summarise(rounds)["workloads"]  # per server: medians of req/s, latency, CPU
+    servers["aitp"]["agent_cpu_us_per_request"] = statistics.median(
+        r["aitp"]["agent_cpu_us_per_request"] for r in rounds
+    )
+    per_round = [r["aitp"]["rps"] / r["reference"]["rps"] for r in rounds]
+    ratio = statistics.median(per_round)
+    return {
+        "servers": servers,
+        "ratio": {"value": ratio, "per_round": [round(x, 3) for x in per_round], "target": TARGET, "met": ratio >= 2},
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=4.0, help="seconds per wrk run")
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--profile", action="store_true", help="also sample each server with py-spy")
+    parser.add_argument("--out", type=Path, default=RESULTS / "a2a.json")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    result = {
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "parameters": {"rounds": args.rounds, "duration_s": args.duration, "connections": args.connections},
+        "machine": machine_info(),
+    }
+    measured = measure(args)
+    result.update(summarise(measured["rounds"]), profiles=measured["profiles"])
+    result["total_s"] = time.perf_counter() - started
+    print(f"A2A SendMessage, wrk -t1 -c{args.connections} x {args.rounds} rounds; load {result['machine']['loadavg']}")
+    for name, s in result["servers"].items():
+        agent = f", agent {s['agent_cpu_us_per_request']:.0f} µs" if "agent_cpu_us_per_request" in s else ""
+        print(
+            f"  {name:10}{s['rps']:8.0f} req/s  p50 {s['latency_p50_ms']:6.2f} ms  p99 {s['latency_p99_ms']:6.2f} ms"
+            f"  server CPU {s['server_cpu_us_per_request']:.0f} µs/request{agent}"
+        )
+    ratio = result["ratio"]
+    verdict = "met" if ratio["met"] else "MISSED"
+    print(f"  ratio aitp/reference: {ratio['value']:.2f} (target >= {TARGET:g}: {verdict}) rounds {ratio['per_round']}")
+    for name, profile in result["profiles"].items():
+        print_profile(f"profile {name}", profile)
+    write_result(result, args.out)
+    return result
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--reference"]:  # `--reference serve --port N`: the reference server
+        serve_reference(int(sys.argv[sys.argv.index("--port") + 1]))
+    elif sys.argv[1:2] == ["--agent"]:  # `--agent BASE_URL KEY`: the aitp agent
+        asyncio.run(run_agent(sys.argv[2], sys.argv[3]))
+    else:
+        run_main(main, "a2a")

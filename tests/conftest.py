@@ -140,13 +140,13 @@ async def api(store: Store) -> AsyncIterator[API]:
 
 
 @pytest.fixture
-def serve_backend(backend: Backend, tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
-    """Start real `aitp serve` processes on the test's backend, admin key `ADMIN_KEY`; env vars as keywords."""
+def serve_store(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
+    """Start real `aitp serve` processes on a store URL, env vars as keywords (`workers`: `--workers`)."""
     started: list[ServerProcess] = []
 
-    def start(**env: str) -> ServerProcess:
+    def start(store_url: str, workers: int = 1, **env: str) -> ServerProcess:
         log = tmp_path / f"serve-{len(started)}.log"
-        started.append(start_server(backend.url, log, {"AITP_ADMIN_KEY": ADMIN_KEY, **env}))
+        started.append(start_server(store_url, log, env, timeout=60, workers=workers))
         return started[-1]
 
     try:
@@ -154,6 +154,16 @@ def serve_backend(backend: Backend, tmp_path: Path) -> Iterator[Callable[..., Se
     finally:
         for process in started:
             process.stop()
+
+
+@pytest.fixture
+def serve_backend(backend: Backend, serve_store: Callable[..., ServerProcess]) -> Callable[..., ServerProcess]:
+    """Start real `aitp serve` processes on the test's backend, admin key `ADMIN_KEY`; env vars as keywords."""
+
+    def start(**env: str) -> ServerProcess:
+        return serve_store(backend.url, **{"AITP_ADMIN_KEY": ADMIN_KEY, **env})
+
+    return start
 
 
 @pytest.fixture

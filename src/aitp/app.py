@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -103,7 +104,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
 
     @app.get("/health", tags=["health"], summary="Liveness and counters (no key needed)")
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__, "webhooks": deliveries.health()}
+        # pid: which worker answered, under `aitp serve --workers N` (all share one port)
+        return {"status": "ok", "version": __version__, "pid": os.getpid(), "webhooks": deliveries.health()}
 
     # the chat UI: plain ES modules and CSS, no build step; mounted last so API routes win
     web = Path(settings.web_dir) if settings.web_dir else shipped_directory("web")

@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-import logging
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from aitp import redaction
 from aitp.config import Settings
+from aitp.serving import uvicorn_options as uvicorn_options  # re-exported: tests and benchmarks use it
 from aitp.store import Store, open_store
 from aitp.store.keys import KeyRecord
 
 T = TypeVar("T")
-
-# Young collections every 700 allocations (CPython's default) catch the objects in flight while an event
-# goes out to a thousand subscribers and promote them to the old generation, which then fills up and is
-# collected in full (every object of every connection: 100+ ms pauses). Rarer young collections let
-# those objects die young; what is truly cyclic garbage is still collected, a little later.
-GC_THRESHOLDS = tuple(int(x) for x in os.environ.get("AITP_GC_THRESHOLDS", "50000,20,100").split(","))
 
 
 def _with_store(settings: Settings, fn: Callable[[Store], Awaitable[T]]) -> T:
@@ -38,14 +30,12 @@ def _with_store(settings: Settings, fn: Callable[[Store], Awaitable[T]]) -> T:
     return asyncio.run(run())
 
 
-def serve(settings: Settings) -> None:
-    import uvicorn
+def serve(settings: Settings, workers: int = 1) -> int:
+    """`aitp serve`: what must happen once (the store created, the admin key and sign-in link printed) here,
+    then the server, in this process or in `workers` worker processes (aitp.serving)."""
+    from aitp import serving
 
-    from aitp.app import create_app
-
-    # the service's own log lines (registry sync, event tailer, slow consumers) next to uvicorn's
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
-    redaction.redact_root_handlers()  # no key (nor store password) in a log line: see aitp.redaction
+    serving.configure_logging()
     from aitp.services.codes import SERVE_LINK_TTL, admin_sign_in_code
     from aitp.services.keys import ensure_admin_key
 
@@ -70,38 +60,9 @@ def serve(settings: Settings) -> None:
         print(f"aitp: web UI, sign in as admin once within the hour: {base}/#code={code}", flush=True)
     else:
         print(f"aitp: web UI at {base}/", flush=True)
-    app = create_app(settings)
-    # What start-up built (modules, routes, compiled validators) lives as long as the process: moved out of
-    # the cyclic GC's reach, it no longer lengthens every full collection (pauses seen by live subscribers).
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-    uvicorn.run(app, **uvicorn_options(settings))
-
-
-def uvicorn_options(settings: Settings) -> dict[str, Any]:
-    """How `aitp serve` runs uvicorn (the ingest benchmark serves its baseline with the same options)."""
-    from aitp.http_protocol import http_protocol
-
-    return {
-        "host": settings.host,
-        "port": settings.port,
-        "log_level": "info",
-        "log_config": redaction.uvicorn_log_config(),  # its handlers redact secrets (`?token=` keys)
-        # uvicorn's httptools protocol, plus limits on the request head (size, fields, time: 431, 408) and
-        # on open connections (503 at once beyond AITP_MAX_CONNECTIONS, raising the open-file limit to fit)
-        "http": http_protocol(settings),
-        # HTTP keep-alive: uvicorn's 5 s default let idle connections close while a client (200 of them
-        # in a load test) was sending its next request on them: "connection closed without response"
-        "timeout_keep_alive": 30,
-        # WebSocket keep-alive: uvicorn pings every peer and drops one that stops answering
-        "ws_ping_interval": settings.keepalive_seconds,
-        "ws_ping_timeout": settings.keepalive_seconds,
-        # a WebSocket frame (a post over the socket) is limited like a request body; bigger ones close with 1009
-        "ws_max_size": settings.max_body_bytes if settings.max_body_bytes > 0 else 16 * 1024 * 1024,
-        # off by default: per connection it costs ~35 KiB and a deflate of every event sent (bench/fanout.py)
-        "ws_per_message_deflate": settings.ws_compression,
-    }
+    if workers > 1:
+        print(f"aitp: {workers} worker processes on one port (limits and caches are per worker)", flush=True)
+    return serving.serve(settings, workers)
 
 
 def _print_key(key: KeyRecord) -> None:
@@ -177,6 +138,13 @@ def schemas_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
+    return number
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="aitp", description="AITP thread service")
     sub = root.add_subparsers(dest="command", required=True)
@@ -191,6 +159,12 @@ def parser() -> argparse.ArgumentParser:
     serve_p = sub.add_parser("serve", help="run the HTTP service", parents=[store])
     serve_p.add_argument("--host", help="bind address (default 127.0.0.1, env AITP_HOST)")
     serve_p.add_argument("--port", type=int, help="port (default 8000, env AITP_PORT)")
+    serve_p.add_argument(
+        "--workers",
+        type=positive,
+        default=1,
+        help="processes serving the port, each an instance of the service on the store (default 1)",
+    )
 
     keys_p = sub.add_parser("keys", help="manage API keys", parents=[store])
     keys_sub = keys_p.add_subparsers(dest="keys_command", required=True)
@@ -218,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings.from_env()
     store_url = getattr(args, "store", None)
     if args.command == "serve":
-        serve(settings.with_overrides(host=args.host, port=args.port, store_url=store_url))
-        return 0
+        return serve(settings.with_overrides(host=args.host, port=args.port, store_url=store_url), args.workers)
     if args.command == "keys":
         return keys_command(settings.with_overrides(store_url=store_url), args)
     return schemas_command(args)

@@ -52,29 +52,44 @@ def start_server(
     port: int | None = None,
     command: list[str] | None = None,
     cwd: Path | None = None,
+    workers: int = 1,
 ) -> ServerProcess:
-    """Start `aitp serve` (on `port`, else a free one) and wait until /health answers; RuntimeError if it won't.
+    """Start `aitp serve` (on `port`, else a free one) and wait until /health answers (from every worker);
+    RuntimeError if it won't.
 
-    `command` is how `aitp` is invoked (default: `python -m aitp` from this interpreter)."""
+    `command` is how `aitp` is invoked (default: `python -m aitp` from this interpreter); `workers`, how many
+    processes serve the port (`--workers`; the ServerProcess is their parent, which stops them all)."""
     port = port or free_port()
     with log.open("wb") as handle:
         process = subprocess.Popen(
-            [*(command or [sys.executable, "-m", "aitp"]), "serve", "--port", str(port)],
+            [
+                *(command or [sys.executable, "-m", "aitp"]),
+                *("serve", "--port", str(port)),
+                *(("--workers", str(workers)) if workers != 1 else ()),
+            ],
             stdout=handle,
             stderr=subprocess.STDOUT,
             env={**os.environ, "AITP_STORE": store_url, **(env or {})},
             cwd=cwd,
         )
     server = ServerProcess(process, port, log)
+    # every worker started: each new connection goes to one of those accepting, so ask until all have answered
+    answered: set[int] = set()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"aitp serve exited with {process.returncode}:\n{server.output()}")
         try:
-            if httpx.get(f"{server.base_url}/health", timeout=1).status_code == 200:
-                return server
+            health = httpx.get(f"{server.base_url}/health", headers={"Connection": "close"}, timeout=1)
+            if health.status_code == 200:
+                answered.add(health.json().get("pid", 0))
+                if len(answered) >= workers:
+                    return server
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
     server.stop()
-    raise RuntimeError(f"aitp serve did not answer /health on port {port} within {timeout}s:\n{server.output()}")
+    raise RuntimeError(
+        f"aitp serve did not answer /health on port {port} within {timeout}s "
+        f"({len(answered)} of {workers} workers did):\n{server.output()}"
+    )

@@ -95,11 +95,14 @@ def cpu_seconds(pid: int) -> float:
 UNLIMITED = {"AITP_RATE_LIMIT": "0", "AITP_MAX_STREAMS_PER_KEY": "0"}
 
 
-def start_aitp(store_url: str, log: Path, timeout: float = 30, env: dict[str, str] | None = None) -> ServerProcess:
-    """`aitp serve` (admin key `ADMIN`, per-key limits off) on a free port, answering /health in `timeout` s."""
+def start_aitp(
+    store_url: str, log: Path, timeout: float = 30, env: dict[str, str] | None = None, workers: int = 1
+) -> ServerProcess:
+    """`aitp serve` (admin key `ADMIN`, per-key limits off, `--workers`) on a free port, every worker answering
+    /health within `timeout` s."""
     try:
         return testing.start_server(
-            store_url, log, {"AITP_ADMIN_KEY": ADMIN, **UNLIMITED, **(env or {})}, timeout=timeout
+            store_url, log, {"AITP_ADMIN_KEY": ADMIN, **UNLIMITED, **(env or {})}, timeout=timeout, workers=workers
         )
     except RuntimeError as exc:
         raise BenchError(f"stage 'start aitp serve': {exc}") from None

@@ -9,7 +9,13 @@ every round so that load from other processes hits all of them alike: `aitp` is 
 (only checkpoints fsync). Figures per workload: requests/s (median over rounds), latency percentiles,
 server CPU µs per request. Ratios: aitp / echo per round, then the median, for each mode; and FULL / NORMAL.
 
-Run: python bench/ingest.py [--rounds 3] [--duration 5] [--connections 32] [--synchronous full,normal] [--profile]
+`--workers N` (N > 1) also measures `aitp serve --workers N` (synchronous=FULL, a store file of its own)
+in every round, beside the one-process server: `aitp_workersN`, and the ratio of its requests/s to the
+one-process server's per round. Its CPU per request counts every worker (the process tree). On a machine
+of few cores the workers share them with wrk and with each other: the figure is what this machine gives.
+
+Run: python bench/ingest.py [--rounds 3] [--duration 5] [--connections 32] [--synchronous full,normal]
+     [--workers 2] [--profile]
 `--profile` also samples the aitp server with py-spy during one extra run of each aitp workload and prints
 where the time goes (the collapsed stacks land in bench/results/ingest-profile-*.txt).
 """
@@ -114,6 +120,18 @@ def run_wrk(
     return figures
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time so far of a process and of its descendants still running (the workers of
+    `aitp serve --workers N`)."""
+    total = cpu_seconds(pid)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            for child in (task / "children").read_text().split():
+                with contextlib.suppress(OSError):
+                    total += tree_cpu_seconds(int(child))
+    return total
+
+
 class Target:
     """A server under test and what to post where."""
 
@@ -124,7 +142,7 @@ class Target:
 
     def measure(self, workload: str, body: Path, args: argparse.Namespace) -> dict[str, Any]:
         pid = self.server.process.pid
-        cpu = cpu_seconds(pid)
+        cpu = tree_cpu_seconds(pid)
         figures = run_wrk(
             self.urls[workload],
             body,
@@ -133,7 +151,7 @@ class Target:
             connections=args.connections,
             threads=args.threads,
         )
-        figures["server_cpu_us_per_request"] = (cpu_seconds(pid) - cpu) / max(1, figures["requests"]) * 1e6
+        figures["server_cpu_us_per_request"] = (tree_cpu_seconds(pid) - cpu) / max(1, figures["requests"]) * 1e6
         return figures
 
 
@@ -183,6 +201,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 name, query = SYNCHRONOUS[mode]
                 url = f"sqlite:///{tmp / f'ingest-{mode}.db'}{query}"
                 targets[name] = aitp_target(servers.enter_context(running(start_aitp(url, tmp / f"{name}.log"))))
+            if args.workers > 1:  # FULL, as the default server, so the two differ only in their processes
+                name, url = f"aitp_workers{args.workers}", f"sqlite:///{tmp / 'ingest-workers.db'}"
+                server = start_aitp(url, tmp / f"{name}.log", workers=args.workers)
+                targets[name] = aitp_target(servers.enter_context(running(server)))
             order = [(t, w) for w in args.workloads for t in targets]
             for target, workload in order:  # warm-up: first connections, caches, validator, page cache
                 run_wrk(
@@ -250,7 +272,25 @@ def summarise(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
         "ratios": ratios,
         "ratios_by_synchronous": by_synchronous,
         "full_vs_normal": full_vs_normal,
+        "workers_vs_one": workers_vs_one(rounds),
     }
+
+
+def workers_vs_one(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """By workload: requests/s of `aitp serve --workers N` over the one-process server's (both FULL), per
+    round then the median; CPU per request of each."""
+    found: dict[str, Any] = {}
+    for name in rounds[0]:
+        many, _, workload = name.partition("_workers")[2].partition("_")
+        if not many or f"aitp_{workload}" not in rounds[0]:
+            continue
+        per_round = [r[name]["rps"] / r[f"aitp_{workload}"]["rps"] for r in rounds]
+        found[workload] = {
+            "workers": int(many),
+            "ratio": statistics.median(per_round),
+            "per_round": [round(x, 3) for x in per_round],
+        }
+    return found
 
 
 def print_table(result: dict[str, Any]) -> None:  # noqa: C901
@@ -274,6 +314,8 @@ def print_table(result: dict[str, Any]) -> None:  # noqa: C901
             )
     for workload, r in result["full_vs_normal"].items():
         print(f"  ratio FULL/NORMAL {workload:17} {r['ratio']:.2f} rounds {r['per_round']}")
+    for workload, r in result.get("workers_vs_one", {}).items():
+        print(f"  ratio {r['workers']} workers/1 {workload:16} {r['ratio']:.2f} rounds {r['per_round']}")
     for workload, prof in result.get("profiles", {}).items():
         print_profile(f"profile aitp {workload}", prof)
 
@@ -285,6 +327,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1, help="wrk threads")
     parser.add_argument("--profile", action="store_true", help="also sample the server with py-spy")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="also measure `aitp serve --workers N` (FULL) beside 1 process"
+    )
     parser.add_argument(
         "--synchronous",
         type=lambda v: v.split(","),
@@ -309,6 +354,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "threads": args.threads,
             "store": "sqlite",
             "synchronous": args.synchronous,
+            "workers": args.workers,
         },
         "machine": machine_info(),
         **summarise(measured["rounds"]),

@@ -28,7 +28,11 @@ RESULTS = BENCH / "results"
 # name -> (arguments for a full run, arguments for --quick, time limit in seconds)
 BENCHMARKS: dict[str, tuple[list[str], list[str], float]] = {
     "validation": (["--rounds", "7"], ["--rounds", "3"], 180),
-    "ingest": (["--rounds", "5", "--duration", "4"], ["--rounds", "1", "--duration", "2"], 420),
+    "ingest": (
+        ["--rounds", "5", "--duration", "4", "--workers", "2"],
+        ["--rounds", "1", "--duration", "2", "--workers", "2"],
+        480,
+    ),
     "fanout": (["--subscribers", "1000", "--messages", "50"], ["--subscribers", "300", "--messages", "15"], 300),
     "scale": (
         ["--sizes", "1000,100000,1000000", "--threads", "100000", "--samples", "100"],
@@ -140,6 +144,20 @@ def ingest_rows(r: dict[str, Any]) -> list[Row]:
         both = r.get("full_vs_normal", {}).get(workload)
         if both is not None:
             rows.append((f"  {workload}: FULL / NORMAL", f"x{both['ratio']:.2f}", f"rounds {both['per_round']}", ""))
+        many = r.get("workers_vs_one", {}).get(workload)
+        if many is not None:
+            name, cores = f"aitp_workers{many['workers']}_{workload}", r.get("machine", {}).get("cpu_count", "?")
+            rows.append(
+                (
+                    f"  {workload}: --workers {many['workers']} / 1 process (FULL, {cores} cores, wrk on them too)",
+                    f"{w[name]['rps']:.0f} req/s",
+                    f"x{many['ratio']:.2f} of {w[f'aitp_{workload}']['rps']:.0f} req/s; "
+                    f"CPU {w[name]['server_cpu_us_per_request']:.0f} vs "
+                    f"{w[f'aitp_{workload}']['server_cpu_us_per_request']:.0f} µs; "
+                    f"p99 {w[name]['latency_p99_ms']:.0f} vs {w[f'aitp_{workload}']['latency_p99_ms']:.0f} ms",
+                    "",
+                )
+            )
     return rows
 
 

@@ -252,8 +252,10 @@ class AitpRequestHandler(RequestHandler):
 
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         call = _call(context)
-        if params.page_size < 0 or params.page_size > 100:
+        if params.HasField("page_size") and not 1 <= params.page_size <= 100:
             raise InvalidParamsError(message="pageSize must be between 1 and 100.")
+        if params.HasField("history_length") and params.history_length < 0:
+            raise InvalidParamsError(message="historyLength must not be negative.")
         try:
             offset = int(params.page_token or 0)
         except ValueError:

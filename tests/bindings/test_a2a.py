@@ -312,3 +312,44 @@ async def test_an_a2a_agent_answers_in_a_thread_as_its_actor(store: Store) -> No
         assert reply.metadata["actor"] == "parrot"
         assert reply.content[0].text.value == "parrot: hello"
         assert [m.context_id for m in parrot.heard] == [thread.id]
+
+
+class Hangs(Parrot):
+    """An agent that never answers its first message (the instance sending it stops meanwhile)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = asyncio.Event()
+        self.release = asyncio.Event()  # set once that instance stopped: the SDK's server can stop then
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        if not self.heard:
+            assert context.message is not None
+            self.heard.append(context.message)
+            self.first.set()
+            await self.release.wait()
+            await event_queue.enqueue_event(new_text_message("too late"))  # to nobody: that request is gone
+            return
+        await super().execute(context, event_queue)
+
+
+async def test_a_message_whose_delivery_was_cut_short_is_sent_again(store: Store) -> None:
+    agent = Hangs()
+    async with sdk_agent(agent) as card_url:
+        allow = (card_url.split("/.well-known")[0] + "/",)
+        async with service(store, webhook_allow=allow) as svc:
+            assert (await svc.a2a_settings("parrot", agent_card_url=card_url)).status_code == 200
+            key = await svc.key("alice")
+            async with AitpClient(base_url=svc.base, api_key=key) as alice:
+                thread = await alice.create_thread(actors=[{"id": "alice"}, {"id": "parrot"}])
+                await alice.create_message(thread.id, content="hello")
+            async with asyncio.timeout(10):
+                await agent.first.wait()
+        agent.release.set()
+        # that instance stopped while the agent held the message; the next one sends it again
+        async with service(store, webhook_allow=allow) as svc, AitpClient(base_url=svc.base, api_key=key) as alice:
+            async with asyncio.timeout(10):
+                while len((listed := await alice.list_messages(thread.id, order="asc")).data) < 2:
+                    await asyncio.sleep(0.05)
+    assert listed.data[1].content[0].text.value == "parrot: hello"
+    assert [m.message_id for m in agent.heard] == [listed.data[0].id] * 2

@@ -3,8 +3,12 @@ sent there, and what the agent answers is posted into the thread as that actor.
 
 - Reading: the actor's inbox is read from its cursor when the hub says something was written (or every
   `POLL` seconds); messages of other actors are sent, everything else is passed over.
-- At most once: a batch of events is claimed by moving the cursor past it (`A2AStore.advance`) before any
-  is sent, so two instances never send one message twice; a crash mid-batch loses what was not sent yet.
+- At least once: one instance at a time delivers to an agent, the holder of its lease (a reservation in
+  the idempotency store, scope `LEASE_SCOPE`, key the actor: atomic, and taken over once it runs out). The
+  holder moves the cursor (`A2AStore.advance`, compare-and-set) past each message after sending it, and
+  sends only while the lease outlasts one more attempt. An instance that dies leaves a lease that runs
+  out; the next holder starts at the cursor, so the message under way when it died is sent again (A2A
+  agents see the same messageId, the AITP message id, and can tell) and nothing is lost.
 - Sending: the card is fetched (and each URL checked against the webhooks' destination policy) once per
   `CARD_TTL`; the message goes with the SDK's client (`message/send`, or streaming when the card says so),
   `contextId` the thread's id. The agent's answer (its message, or its task's status message and artifacts)
@@ -29,13 +33,15 @@ from a2a.types import Message, Part, SendMessageRequest, StreamResponse
 
 from aitp.errors import APIError
 from aitp.events import payloads
+from aitp.ids import new_id
 from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services import inbox, webhooks
 from aitp.services import messages as message_service
 from aitp.services.requests import NewMessage
 from aitp.store.a2a import A2AAgentRecord
-from aitp.store.base import MessageRecord
+from aitp.store.base import EventRecord, MessageRecord
+from aitp.store.idempotency import IdempotencyRecord
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +49,7 @@ BATCH = 100  # inbox events claimed at once per agent
 POLL = 1.0  # seconds between looks at the store for other instances' writes and new remote agents
 CARD_TTL = 300.0  # seconds a fetched Agent Card is used
 CREATED = "thread.message.created"
+LEASE_SCOPE = "aitp.a2a.deliveries"  # the idempotency store's scope of the agents' delivery leases
 
 ToA2A = Callable[[MessageRecord, str], Message]  # (message, the remote actor) -> the A2A message it sends
 FromA2A = Callable[[Message], list[Any]]  # an A2A message -> the content of the AITP message it posts
@@ -115,22 +122,48 @@ class A2ADeliveries:
                 await asyncio.sleep(1.0)
                 wake.set()
 
+    @property
+    def lease(self) -> float:
+        """How long a lease is held: longer than an attempt can take (the webhooks' setting)."""
+        settings = self.rt.settings
+        return max(settings.webhook_lease_seconds, settings.webhook_timeout + 5.0)
+
     async def _deliver(self, remote: A2AAgentRecord) -> None:
-        cursor = remote.cursor
+        now = time.time()
+        token = new_id("lease")
+        held = IdempotencyRecord(LEASE_SCOPE, remote.actor, LEASE_SCOPE, token, now, now + self.lease)
+        if await self.rt.store.idempotency.claim(held, pending_timeout=self.lease) is not None:
+            return  # another instance delivers; the pump looks again within POLL
+        try:
+            if not await self._deliver_until(remote, now + self.lease - self.rt.settings.webhook_timeout - 5.0):
+                self._wake[remote.actor].set()  # the lease ran short with messages left: take it again
+        finally:
+            await self.rt.store.idempotency.release(LEASE_SCOPE, remote.actor, token)
+
+    async def _deliver_until(self, remote: A2AAgentRecord, last_start: float) -> bool:
+        """Send the actor's inbox from its cursor, starting no attempt after `last_start`; whether all was sent."""
+        cursor = remote.cursor  # where the store's cursor is
         while True:
             events = await inbox.read(self.rt.store, remote.actor, cursor, BATCH)
             if not events:
-                return
-            to = inbox.cursor_of(events[-1])
-            if not await self.rt.store.a2a.advance(remote.actor, cursor, to):
-                return  # another instance claimed these
-            cursor = to
+                return True
+            passed = cursor  # how far this batch was gone through
             for event in events:
-                if event.type != CREATED or payloads.written_before(event.data):
-                    continue
-                message = payloads.message_of(event.data)
-                if message.actor != remote.actor:
+                message = _to_send(event, remote.actor)
+                if message is not None:
+                    if time.time() > last_start:
+                        if passed != cursor:
+                            await self.rt.store.a2a.advance(remote.actor, cursor, passed)
+                        return False
                     await self._send(remote, message)
+                passed = inbox.cursor_of(event)
+                if message is not None:
+                    if not await self.rt.store.a2a.advance(remote.actor, cursor, passed):
+                        return True  # our lease ran out and another instance went on: it delivers now
+                    cursor = passed
+            if passed != cursor and not await self.rt.store.a2a.advance(remote.actor, cursor, passed):
+                return True
+            cursor = passed
 
     async def _client(self, remote: A2AAgentRecord) -> Client:
         assert remote.card_url is not None and self._http is not None
@@ -158,7 +191,8 @@ class A2ADeliveries:
             client = await self._client(remote)
             request = SendMessageRequest(message=self.to_a2a(message, remote.actor))
             self.counters["sent"] += 1
-            parts = _answer([event async for event in client.send_message(request)])
+            async with asyncio.timeout(self.rt.settings.webhook_timeout):  # an attempt ends within the lease
+                parts = _answer([event async for event in client.send_message(request)])
         except Exception as error:  # what the agent or the network did: logged, and the next message goes on
             self.counters["failed"] += 1
             log.warning("a2a: %s did not answer message %s: %s", remote.actor, message.id, error)
@@ -172,6 +206,14 @@ class A2ADeliveries:
         except APIError as error:
             self.counters["failed"] += 1
             log.warning("a2a: the answer of %s to %s was refused: %s", remote.actor, message.id, error.message)
+
+
+def _to_send(event: EventRecord, actor: str) -> MessageRecord | None:
+    """The message an inbox event brings the agent, if it is one another actor posted."""
+    if event.type != CREATED or payloads.written_before(event.data):
+        return None
+    message = payloads.message_of(event.data)
+    return message if message.actor != actor else None
 
 
 def _answer(events: list[StreamResponse]) -> list[Part]:

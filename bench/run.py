@@ -44,7 +44,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], float]] = {
     "stream_memory": ([], ["--rounds", "2", "--messages", "100", "--thread-messages", "100", "--replays", "5"], 300),
     "webhooks": ([], ["--messages", "50", "--writers", "4", "--burst", "20"], 300),
     "membership": ([], ["--rounds", "1", "--duration", "2"], 180),
-    "a2a": ([], ["--rounds", "1", "--duration", "2"], 180),
+    "a2a_send": ([], ["--rounds", "1", "--duration", "2"], 180),
 }
 
 
@@ -332,7 +332,7 @@ ROWS = {
     "stream_memory": stream_memory_rows,
     "webhooks": webhooks_rows,
     "membership": membership_rows,
-    "a2a": a2a_rows,
+    "a2a_send": a2a_rows,
 }
 
 

@@ -144,18 +144,25 @@ async def post_path_figures(rounds: int) -> dict[str, float]:
             body = {"actors": [{"id": "admin", "capabilities": [decisions]}, {"id": "u", "capabilities": [decisions]}]}
             thread_id = (await client.post("/threads", json=body)).json()["id"]
             url = f"/threads/{thread_id}/messages"
-            payloads = {
-                "text": {"content": "I would like some socks"},
-                "request_decision": {"content": json.dumps(message)},
-            }
-            figures = {}
-            for name, payload in payloads.items():
-                assert (await client.post(url, json=payload)).status_code == 200
+
+            def request_decision(n: int) -> dict[str, Any]:
+                # a fresh request id each time: a repeated one is refused (409) before it is stored
+                return {
+                    "content": json.dumps(
+                        {**message, "request_decision": {**message["request_decision"], "id": f"rd-{n}"}}
+                    )
+                }
+
+            bodies = {"text": lambda n: {"content": "I would like some socks"}, "request_decision": request_decision}
+            figures, sent = {}, 0
+            for name, body_of in bodies.items():
                 samples = []
                 for _ in range(rounds):
                     start = time.perf_counter()
                     for _ in range(50):
-                        await client.post(url, json=payload)
+                        sent += 1
+                        response = await client.post(url, json=body_of(sent))
+                        assert response.status_code == 200, response.text
                     samples.append((time.perf_counter() - start) / 50 * 1e6)
                 figures[f"post_{name}_us"] = statistics.median(samples)
         await store.close()

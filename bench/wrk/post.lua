@@ -1,6 +1,6 @@
 -- POST a JSON body read from a file, as fast as wrk can.
 --   wrk -t1 -c32 -d5s -s bench/wrk/post.lua URL -- BODY_FILE TOKEN RUN_TAG [HEADER...]
--- Each HEADER ("Name: value") is sent too (bench/a2a.py: A2A-Version).
+-- Each HEADER ("Name: value") is sent too (bench/a2a_send.py: A2A-Version).
 -- Every "__SEQ__" in the body becomes a number unique to this run (RUN_TAG, wrk thread, counter), so
 -- messages that must carry fresh ids (a request_decision's id) stay valid on every request.
 -- At the end one line "WRK_JSON {...}" gives the figures bench/ingest.py reads.

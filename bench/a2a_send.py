@@ -13,7 +13,7 @@ and both answer a completed Task holding the agent's message. Figures: requests/
 latency, server CPU µs per request (the aitp agent's CPU reported beside it); the ratio aitp/reference per
 round, then the median (target >= 2).
 
-Run: python bench/a2a.py [--rounds 3] [--duration 4] [--connections 32]
+Run: python bench/a2a_send.py [--rounds 3] [--duration 4] [--connections 32]
 """
 
 from __future__ import annotations
@@ -29,12 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-# this file is `a2a`, as the SDK's package is: look in bench/ last, so `import a2a` finds the SDK
-sys.path.append(sys.path.pop(0))
-
-import httpx  # noqa: E402
-import ingest  # noqa: E402
-from harness import (  # noqa: E402
+import httpx
+import ingest
+from harness import (
     RESULTS,
     BenchError,
     Sampler,
@@ -48,10 +45,10 @@ from harness import (  # noqa: E402
     start_aitp,
     write_result,
 )
-from ingest import run_wrk  # noqa: E402
+from ingest import run_wrk
 
-from aitp import testing  # noqa: E402
-from aitp.testing import ServerProcess  # noqa: E402
+from aitp import testing
+from aitp.testing import ServerProcess
 
 TARGET = 2.0
 HEADERS = ("A2A-Version: 1.0",)
@@ -134,7 +131,7 @@ def serve_reference(port: int) -> None:
 
 
 def start_reference(log: Path) -> ServerProcess:
-    # started as `aitp serve` is (`bench/a2a.py --reference serve --port N`), answering /health when ready
+    # started as `aitp serve` is (`bench/a2a_send.py --reference serve --port N`), answering /health when ready
     try:
         return testing.start_server("unused://", log, command=[sys.executable, __file__, "--reference"])
     except RuntimeError as exc:
@@ -254,7 +251,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--duration", type=float, default=4.0, help="seconds per wrk run")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--profile", action="store_true", help="also sample each server with py-spy")
-    parser.add_argument("--out", type=Path, default=RESULTS / "a2a.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "a2a_send.json")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     result = {
@@ -287,4 +284,4 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--agent"]:  # `--agent BASE_URL KEY`: the aitp agent
         asyncio.run(run_agent(sys.argv[2], sys.argv[3]))
     else:
-        run_main(main, "a2a")
+        run_main(main, "a2a_send")

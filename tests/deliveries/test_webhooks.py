@@ -376,10 +376,9 @@ async def test_an_attempt_connects_to_the_address_it_checked_not_to_a_second_res
             assert receiver.requests[0].headers["host"] == named.removeprefix("http://").split("/")[0]
 
 
-async def test_an_actor_is_told_when_its_endpoint_is_disabled(store: Store, backend: Backend) -> None:
+async def test_an_actor_is_told_when_its_endpoint_is_disabled(store: Store) -> None:
     """Through its inbox: a `webhook.disabled` event of its notices thread, which its streams and its other
     webhooks carry too."""
-    backend.require_isolated_transactions()  # the notice is written while the engine's own writes run
     async with (
         receiving(Receiver(answers=[500])) as receiver,
         service(store, receiver.url, webhook_disable_days=0.0) as api,

@@ -228,13 +228,19 @@ class WebhookDeliveries:
         if disable is not None:
             log.warning("webhooks: endpoint %s of %s disabled: %s", endpoint.id, endpoint.actor, disable)
             self.counters["endpoints_disabled"] += 1
-            await store.set_health(endpoint.id, since, disable)
-            notice = {"webhook_id": endpoint.id, "url": endpoint.url, "reason": disable, "failing_since": int(since)}
-            await notices.notify(self.rt.store, endpoint.actor, "webhook.disabled", notice)
+            # shielded: disabling the endpoint makes the engine cancel its worker, this attempt's task included,
+            # which must not cut the notice short
+            await asyncio.shield(self._disable(endpoint, since, disable))
             self._wake_pump()
         elif endpoint.failing_since is None:
             endpoint.failing_since = since
             await store.set_health(endpoint.id, since, None)
+
+    async def _disable(self, endpoint: EndpointRecord, since: float, reason: str) -> None:
+        """Disable the endpoint, then tell its actor (a `webhook.disabled` event in its notices thread)."""
+        await self.rt.store.webhooks.set_health(endpoint.id, since, reason)
+        notice = {"webhook_id": endpoint.id, "url": endpoint.url, "reason": reason, "failing_since": int(since)}
+        await notices.notify(self.rt.store, endpoint.actor, "webhook.disabled", notice)
 
     def _wake_pump(self) -> None:
         self.rt.state(webhooks.changes).fire()

@@ -73,6 +73,16 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     if request.param == "sqlite":
         yield Backend("sqlite", f"sqlite:///{tmp_path / 'aitp.db'}")
         return
+    yield from _mongo_backend(request)
+
+
+@pytest.fixture
+def mongo_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """A fresh MongoDB database (real with AITP_TEST_MONGODB_URI, else nx-27017), for what only MongoDB has."""
+    yield from _mongo_backend(request)
+
+
+def _mongo_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     database = f"aitp_test_{uuid.uuid4().hex[:12]}"
     if REAL_MONGODB_URI:
         yield Backend("mongo", _with_database(REAL_MONGODB_URI, database))

@@ -57,9 +57,9 @@ class TransactionWrites(monitoring.CommandListener):
 
 
 @pytest.fixture
-async def monitored(backend: Backend) -> Any:
-    if backend.name == "sqlite":
-        pytest.skip("a MongoDB contract: SQLite has one writer at a time by design")
+async def monitored(mongo_backend: Backend) -> Any:
+    """A MongoDB store whose write commands are recorded (SQLite has one writer at a time by design)."""
+    backend = mongo_backend
     listener = TransactionWrites()
     monitoring.register(listener)  # clients made from now on report to it
     store = open_store(backend.url)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,6 +31,7 @@ from aitp.services import registration, revocation
 from aitp.services.connections import stream_slots
 from aitp.shipped import shipped_directory
 from aitp.store import Store, open_store
+from aitp.tasks import cancel
 
 
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
@@ -72,10 +72,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         try:
             yield
         finally:
-            for task in followers:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel(followers)
             await a2a_deliveries.stop()
             await deliveries.stop()
             await runtime.hub.stop()

@@ -42,6 +42,7 @@ from aitp.services.requests import NewMessage
 from aitp.store.a2a import A2AAgentRecord
 from aitp.store.base import EventRecord, MessageRecord
 from aitp.store.idempotency import IdempotencyRecord
+from aitp.tasks import cancel
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +76,7 @@ class A2ADeliveries:
             self._pump = asyncio.create_task(self._follow(), name="aitp-a2a-deliveries")
 
     async def stop(self) -> None:
-        tasks = [*self._workers.values(), *([self._pump] if self._pump else [])]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel([*self._workers.values(), self._pump])
         self._workers.clear()
         self._clients.clear()
         self._pump = None

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import Counter
@@ -32,6 +31,7 @@ from aitp.runtime import Runtime
 from aitp.services import inbox, notices, webhooks
 from aitp.store.base import EventRecord
 from aitp.store.webhooks import DeliveryRecord, EndpointRecord, delivery_id
+from aitp.tasks import cancel
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +75,7 @@ class WebhookDeliveries:
             self._pump = asyncio.create_task(self._follow(), name="aitp-webhook-deliveries")
 
     async def stop(self) -> None:
-        tasks = [w.task for w in self._workers.values()] + ([self._pump] if self._pump else [])
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel([*(w.task for w in self._workers.values()), self._pump])
         self._workers.clear()
         self._pump = None
         if self._client is not None:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from aitp.events.stream import Frame, Render
 from aitp.store.base import EventRecord, Store
+from aitp.tasks import cancel
 
 log = logging.getLogger(__name__)
 
@@ -231,11 +232,8 @@ class Hub:
             self._tailer = asyncio.create_task(self._tail(), name="aitp-event-tailer")
 
     async def stop(self) -> None:
-        if self._tailer is not None:
-            self._tailer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._tailer
-            self._tailer = None
+        await cancel([self._tailer])
+        self._tailer = None
 
     async def _tail(self) -> None:
         while True:

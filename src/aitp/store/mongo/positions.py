@@ -38,6 +38,8 @@ from typing import Any
 
 from pymongo.errors import DuplicateKeyError
 
+from aitp.tasks import cancel
+
 log = logging.getLogger(__name__)
 
 SLOTS = 128
@@ -76,11 +78,8 @@ class Positions:
         self._task = asyncio.create_task(self._beat(), name="aitp-mongo-positions")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel([self._task])
+        self._task = None
         if self.slot is not None and self._db is not None:
             with contextlib.suppress(Exception):  # gone at once, rather than when the lease runs out
                 await self._db.instances.delete_one({"_id": self.slot, "owner": self.owner})

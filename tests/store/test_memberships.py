@@ -103,5 +103,6 @@ def _back_to_audiences(backend: Backend) -> None:
             ]
             db.events.update_one({"_id": event["_id"]}, {"$set": {"audience": audience}})
         db.memberships.delete_many({})
+        db.events.create_index([("audience", 1), ("gid", 1)])  # as the earlier version made it
     finally:
         client.close()

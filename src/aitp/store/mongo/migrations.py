@@ -11,13 +11,15 @@ from pymongo.errors import OperationFailure
 from aitp.store.mongo.documents import membership_key
 
 Span = list[Any]  # [from_seq, to_seq]
+AUDIENCE_INDEX = "audience_1_gid_1"  # the index stores written with audiences had
 
 
 async def audience_to_memberships(db: AsyncDatabase[dict[str, Any]]) -> None:
     """Events used to list their audience (every member, written per event): an actor's memberships are the
     runs of consecutive seqs it was in the audience of, per thread (still open when it is a member now).
     Upserts by key, so instances opening the store together write the same documents."""
-    if await db.events.find_one({"audience": {"$exists": True}}, {"_id": 1}) is None:
+    # a store written with audiences has their index, dropped last: a start-up reads the index list, not events
+    if AUDIENCE_INDEX not in {index["name"] async for index in await db.events.list_indexes()}:
         return
     writes: list[UpdateOne] = []
     thread_id: str | None = None
@@ -40,9 +42,9 @@ async def audience_to_memberships(db: AsyncDatabase[dict[str, Any]]) -> None:
         await db.memberships.bulk_write(writes[start : start + 1000], ordered=False)
     await db.events.update_many(listed, {"$unset": {"audience": ""}})
     try:
-        await db.events.drop_index([("audience", ASCENDING), ("gid", ASCENDING)])
+        await db.events.drop_index(AUDIENCE_INDEX)
     except OperationFailure:
-        pass  # dropped by another instance, or never made
+        pass  # dropped by another instance meanwhile
 
 
 async def _spans(

@@ -215,9 +215,10 @@ class SQLiteStore(Store):
                 event_record(r)
                 for r in conn.execute(INBOX_WINDOW_READ, (after_gid, after_gid + INBOX_WINDOW, actor_id, limit))
             ]
-            beyond = conn.execute("SELECT 1 FROM events WHERE gid > ?", (after_gid + INBOX_WINDOW,)).fetchone()
-            if len(found) == limit or beyond is None:
+            if len(found) == limit:
                 return found
+            if conn.execute("SELECT 1 FROM events WHERE gid > ?", (after_gid + INBOX_WINDOW,)).fetchone() is None:
+                return found  # the window reached the end of the log
             # Further back: through the actor's memberships, each a range of its thread's log.
             rest = conn.execute(INBOX_BY_MEMBERSHIP_READ, (actor_id, after_gid + INBOX_WINDOW, limit - len(found)))
             return found + [event_record(r) for r in rest]

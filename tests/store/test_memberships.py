@@ -72,6 +72,7 @@ async def test_a_store_written_with_audiences_opens_with_the_same_inboxes(backen
         assert await inboxes(reopened) == before
     finally:
         await reopened.close()
+    assert _legacy_left(backend) == []  # converted once: the next start has nothing to look at
 
 
 def _back_to_audiences(backend: Backend) -> None:
@@ -104,5 +105,17 @@ def _back_to_audiences(backend: Backend) -> None:
             db.events.update_one({"_id": event["_id"]}, {"$set": {"audience": audience}})
         db.memberships.delete_many({})
         db.events.create_index([("audience", 1), ("gid", 1)])  # as the earlier version made it
+    finally:
+        client.close()
+
+
+def _legacy_left(backend: Backend) -> list[Any]:
+    """What tells a store written with audiences: the SQLite table, or MongoDB's audience index."""
+    if backend.name == "sqlite":
+        with sqlite3.connect(backend.url.removeprefix("sqlite:///").split("?")[0]) as db:
+            return db.execute("SELECT name FROM sqlite_master WHERE name = 'event_audience'").fetchall()
+    client: MongoClient[dict[str, Any]] = MongoClient(backend.url)
+    try:
+        return [index for index in client.get_default_database().events.list_indexes() if "audience" in index["key"]]
     finally:
         client.close()

@@ -11,7 +11,6 @@ from pymongo.errors import OperationFailure
 from aitp.store.mongo.documents import membership_key
 
 Span = list[Any]  # [from_seq, to_seq]
-AUDIENCE_INDEX = "audience_1_gid_1"  # the index stores written with audiences had
 
 
 async def audience_to_memberships(db: AsyncDatabase[dict[str, Any]]) -> None:
@@ -19,7 +18,8 @@ async def audience_to_memberships(db: AsyncDatabase[dict[str, Any]]) -> None:
     runs of consecutive seqs it was in the audience of, per thread (still open when it is a member now).
     Upserts by key, so instances opening the store together write the same documents."""
     # a store written with audiences has their index, dropped last: a start-up reads the index list, not events
-    if AUDIENCE_INDEX not in {index["name"] async for index in await db.events.list_indexes()}:
+    legacy = [index["name"] async for index in await db.events.list_indexes() if "audience" in index["key"]]
+    if not legacy:
         return
     writes: list[UpdateOne] = []
     thread_id: str | None = None
@@ -41,10 +41,11 @@ async def audience_to_memberships(db: AsyncDatabase[dict[str, Any]]) -> None:
     for start in range(0, len(writes), 1000):
         await db.memberships.bulk_write(writes[start : start + 1000], ordered=False)
     await db.events.update_many(listed, {"$unset": {"audience": ""}})
-    try:
-        await db.events.drop_index(AUDIENCE_INDEX)
-    except OperationFailure:
-        pass  # dropped by another instance meanwhile
+    for name in legacy:  # by its name as the server gave it
+        try:
+            await db.events.drop_index(name)
+        except OperationFailure:
+            pass  # dropped by another instance meanwhile
 
 
 async def _spans(

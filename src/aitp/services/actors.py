@@ -11,18 +11,12 @@ from aitp.services.access import readable_thread, role_of
 from aitp.services.capabilities import capabilities_changed
 from aitp.services.requests import ActorDeclaration
 from aitp.services.threads import actor_records
-from aitp.store.base import ActorRecord, NewEvent, ThreadRecord, TooManyActors
+from aitp.store.base import ActorRecord, NewEvent, TooManyActors
 
 
 async def inbox_cursor(rt: Runtime) -> int:
     """Where every actor's inbox stands now: following it from here on misses nothing written after."""
     return await rt.store.last_event_gid()
-
-
-async def list_actors(rt: Runtime, principal: Principal, thread_id: str) -> tuple[ThreadRecord, list[ActorRecord]]:
-    """The thread (whose creator gives each actor its role) and its actors."""
-    view = await readable_thread(rt, principal, thread_id)
-    return view.thread, view.actors
 
 
 async def put_actor(

@@ -11,7 +11,7 @@ from aitp.bindings.openai_threads.idempotency import idempotent
 from aitp.bindings.openai_threads.models import Actor, ActorInput, ActorList, DeletedObject, Identity
 from aitp.bindings.openai_threads.responses import FastJSONResponse
 from aitp.bindings.openai_threads.route import ApiRoute
-from aitp.services import actors
+from aitp.services import actors, threads
 
 router = APIRouter(prefix="/v1", tags=["actors"], route_class=ApiRoute)
 
@@ -30,8 +30,7 @@ async def who_am_i(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     summary="List a thread's actors",
 )
 async def list_actors(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    thread, members = await actors.list_actors(rt, principal, thread_id)
-    return FastJSONResponse({"object": "list", "data": [render.actor(a, thread.creator) for a in members]})
+    return FastJSONResponse(render.actor_list(*await threads.get_thread(rt, principal, thread_id)))
 
 
 @router.post(

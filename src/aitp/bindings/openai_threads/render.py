@@ -19,6 +19,10 @@ def actor(record: ActorRecord, creator: str) -> dict[str, Any]:
     return actor_in_role(record, role_of(record.id, creator))
 
 
+def actor_list(thread: ThreadRecord, actors: list[ActorRecord]) -> dict[str, Any]:
+    return {"object": "list", "data": [actor(a, thread.creator) for a in actors]}
+
+
 def actor_in_role(record: ActorRecord, role: str) -> dict[str, Any]:
     return {
         "object": "thread.actor",

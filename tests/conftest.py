@@ -21,12 +21,15 @@ from aitp.app import create_app
 from aitp.config import Settings
 from aitp.store import Store, open_store
 from aitp.testing import ServerProcess, start_server
+from tests.support import timeout_tasks
 from tests.support.nx27017 import NxServer, start_nx27017
 
 REAL_MONGODB_URI = os.environ.get("AITP_TEST_MONGODB_URI")
 ADMIN_KEY = "aitp_test_admin_key"
 
 BACKENDS = ["sqlite", "mongo"]
+
+timeout_tasks.install()
 
 
 @pytest.fixture(scope="session")

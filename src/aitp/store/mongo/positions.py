@@ -48,6 +48,7 @@ HEARTBEAT = 0.05  # seconds between low-water marks published
 LEASE = 10.0  # seconds a slot stays held without a heartbeat
 COMMIT_MARGIN = 3.0  # seconds of lease a transaction needs left to commit
 MAX_COMMIT_MS = 1_000
+RELEASE_TIMEOUT = 2.0  # seconds a stopping instance waits to give its slot back
 
 
 class LeaseLost(Exception):
@@ -81,8 +82,11 @@ class Positions:
         await cancel([self._task])
         self._task = None
         if self.slot is not None and self._db is not None:
-            with contextlib.suppress(Exception):  # gone at once, rather than when the lease runs out
-                await self._db.instances.delete_one({"_id": self.slot, "owner": self.owner})
+            # gone at once, rather than when the lease runs out; a server that does not answer soon is not
+            # waited for (the lease ends on its own)
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(RELEASE_TIMEOUT):
+                    await self._db.instances.delete_one({"_id": self.slot, "owner": self.owner})
             self.slot = None
 
     # issuing

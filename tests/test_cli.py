@@ -113,6 +113,17 @@ def test_serve_with_admin_key_in_environment_creates_no_key(tmp_path: Path, stor
 # --------------------------------------------------------------------------- aitp keys
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve_refuses_an_in_memory_store(tmp_path: Path, workers: str) -> None:
+    """Its data would end with the process that opened it: the admin key printed before the server starts
+    would not work, and each worker would serve a store of its own."""
+    result = aitp("serve", "--store", "sqlite:///:memory:", "--workers", workers, "--port", "1", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "lives inside one process" in result.stderr and "--store sqlite:///aitp-data/aitp.db" in result.stderr
+    assert KEY_PATTERN.search(result.stdout + result.stderr) is None
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_keys_create_prints_a_key_that_authenticates_as_its_actor(server: ServerProcess, store_url: str) -> None:
     """`aitp keys create --actor X` prints only the secret on stdout; over HTTP it acts as X."""
     created = aitp("keys", "--store", store_url, "create", "--actor", "shop.near")

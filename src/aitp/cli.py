@@ -35,6 +35,14 @@ def serve(settings: Settings, workers: int = 1) -> int:
     then the server, in this process or in `workers` worker processes (aitp.serving)."""
     from aitp import serving
 
+    if _in_memory(settings.store_url):
+        print(
+            f"aitp: {settings.store_url} is a store that lives inside one process and ends with it: the admin key "
+            "and sign-in code made before the server starts would be gone, and each of --workers would have its "
+            "own.\naitp: give a file instead, e.g. --store sqlite:///aitp-data/aitp.db",
+            file=sys.stderr,
+        )
+        return 2
     serving.configure_logging()
     from aitp.services.codes import SERVE_LINK_TTL, admin_sign_in_code
     from aitp.services.keys import ensure_admin_key
@@ -63,6 +71,14 @@ def serve(settings: Settings, workers: int = 1) -> int:
     if workers > 1:
         print(f"aitp: {workers} worker processes on one port (limits and caches are per worker)", flush=True)
     return serving.serve(settings, workers)
+
+
+def _in_memory(store_url: str) -> bool:
+    if not store_url.startswith("sqlite://"):
+        return False
+    from aitp.store.sqlite import SQLiteStore
+
+    return SQLiteStore.from_url(store_url).path == ":memory:"
 
 
 def _print_key(key: KeyRecord) -> None:

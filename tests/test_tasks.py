@@ -45,3 +45,29 @@ async def test_the_callers_own_cancellation_is_not_swallowed_while_it_waits() ->
     with pytest.raises(asyncio.CancelledError):
         await stopping
     await asyncio.wait([slow])
+
+
+async def test_a_task_that_lost_its_cancellation_is_cancelled_again(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As a heartbeat loop does when a library swallowed the CancelledError (Python 3.11's wait_for race)."""
+    monkeypatch.setattr("aitp.tasks.RECANCEL_AFTER", 0.05)
+    lost = 0
+
+    async def heartbeat() -> None:
+        nonlocal lost
+        while True:
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                if lost == 0:  # the first one is eaten, as inside the library's await
+                    lost += 1
+                    continue
+                raise
+
+    beating = asyncio.create_task(heartbeat(), name="heartbeat")
+    await asyncio.sleep(0)
+    with caplog.at_level(logging.WARNING, logger="aitp.tasks"):
+        await cancel([beating])
+    assert beating.cancelled() and lost == 1
+    assert "heartbeat went on after being cancelled" in caplog.text

@@ -12,7 +12,7 @@ from typing import TypeVar
 from aitp import redaction
 from aitp.config import Settings
 from aitp.serving import uvicorn_options as uvicorn_options  # re-exported: tests and benchmarks use it
-from aitp.store import Store, open_store
+from aitp.store import Store, in_memory, open_store
 from aitp.store.keys import KeyRecord
 
 T = TypeVar("T")
@@ -35,7 +35,7 @@ def serve(settings: Settings, workers: int = 1) -> int:
     then the server, in this process or in `workers` worker processes (aitp.serving)."""
     from aitp import serving
 
-    if _in_memory(settings.store_url):
+    if in_memory(settings.store_url):
         print(
             f"aitp: {settings.store_url} is a store that lives inside one process and ends with it: the admin key "
             "and sign-in code made before the server starts would be gone, and each of --workers would have its "
@@ -71,14 +71,6 @@ def serve(settings: Settings, workers: int = 1) -> int:
     if workers > 1:
         print(f"aitp: {workers} worker processes on one port (limits and caches are per worker)", flush=True)
     return serving.serve(settings, workers)
-
-
-def _in_memory(store_url: str) -> bool:
-    if not store_url.startswith("sqlite://"):
-        return False
-    from aitp.store.sqlite import SQLiteStore
-
-    return SQLiteStore.from_url(store_url).path == ":memory:"
 
 
 def _print_key(key: KeyRecord) -> None:

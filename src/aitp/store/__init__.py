@@ -18,4 +18,13 @@ def open_store(url: str) -> Store:
     raise ValueError(f"unsupported store URL {url!r}: use sqlite:///path/to/aitp.db or mongodb://host/db")
 
 
-__all__ = ["Store", "open_store"]
+def in_memory(url: str) -> bool:
+    """Whether the store at `url` lives inside the process that opens it and ends with it."""
+    if not url.startswith("sqlite://"):
+        return False
+    from aitp.store.sqlite import SQLiteStore
+
+    return SQLiteStore.from_url(url).path == ":memory:"
+
+
+__all__ = ["Store", "in_memory", "open_store"]

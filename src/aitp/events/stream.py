@@ -17,7 +17,6 @@ client (a WebSocket close code, an SSE end frame) is the binding's too.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any, Protocol
 import orjson
 
 from aitp.store.base import EventRecord
+from aitp.tasks import cancel
 
 log = logging.getLogger(__name__)
 
@@ -223,9 +223,8 @@ class EventStream:
         finally:
             self._queue = None
             keepalive.cancel()
-            pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pump
+            if not pump.done():  # one that ended has been re-raised above, if it failed
+                await cancel([pump])
 
     async def _pump(self, queue: asyncio.Queue[Item]) -> None:
         live = False  # still catching up with what was written while the replay ended

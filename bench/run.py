@@ -278,13 +278,19 @@ def stream_memory_rows(r: dict[str, Any]) -> list[Row]:
     return rows
 
 
+# who made bench/webhooks.py's ingest load: wrk's connections, or (results before --load) httpx clients in
+# the process that also received and timed the deliveries
+LOADERS = {"wrk": "wrk connections", "python": "writers in the receiver's process"}
+
+
 def webhooks_rows(r: dict[str, Any]) -> list[Row]:
     idle, loaded, wide = r["idle"], r["under_load"], r["throughput"]
     return [
         (
             "webhook latency, post to receiver p50 / p99",
             f"{idle['p50_ms']:.1f} / {idle['p99_ms']:.1f} ms",
-            f"under {loaded['load_messages_per_s']:.0f} msg/s of ingest:"
+            f"under {loaded['load_messages_per_s']:.0f} msg/s of ingest"
+            f" ({loaded['writers']} {LOADERS[loaded.get('load', 'python')]}):"
             f" {loaded['p50_ms']:.1f} / {loaded['p99_ms']:.1f} ms",
             verdict(idle["p99_ms"] <= 100 and loaded["p99_ms"] <= 100, "p99 <= 100 ms (idle, loaded)"),
         ),

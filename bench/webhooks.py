@@ -2,23 +2,32 @@
 deliveries per second to 100 endpoints.
 
 A real `aitp serve` process (fresh SQLite file, or a fresh database on a MongoDB URL) and this process,
-which both posts and receives (a uvicorn receiver on 127.0.0.1, admitted by AITP_WEBHOOK_ALLOW), so one
-clock times both ends: a message carries its post start (`perf_counter_ns`) and its delivery's latency is
-its arrival minus that (the commit, the answer and the delivery engine's wake-up, read, sign and POST).
+which posts the timed messages and receives (a uvicorn receiver on 127.0.0.1, admitted by
+AITP_WEBHOOK_ALLOW), so one clock times both ends: a message carries its post start (`perf_counter_ns`) and
+its delivery's latency is its arrival minus that (the commit, the answer and the delivery engine's wake-up,
+read, sign and POST). `from_answer` is the arrival minus the time the POST's answer reached this process
+(after the commit: the engine's part alone, less the answer's way back).
 
 - idle: one endpoint; messages posted one at a time, each once the previous one arrived.
-- under load: the same, while `--writers` clients post as fast as they can to another thread (whose
-  events no endpoint takes: the load is the store's and the engine's, not the receiver's).
+- under load: the same, while `--writers` connections post as fast as they can to another thread (whose
+  events no endpoint takes: the load is the store's and the engine's, not the receiver's). `--load wrk`
+  (default): wrk's connections, in their own process, as bench/ingest.py loads the server. `--load python`:
+  httpx clients in this process, as before: ~1,500 msg/s of them take most of a core here, and the timed
+  POST queues behind them in this process's event loop. That was the p99 this figure used to report:
+  103-146 ms from the post start, 7-9 ms from the answer; the same writers in a process of their own gave
+  13-30 ms (issue 15, 2 shared cores).
 - throughput: `--endpoints` endpoints, one per actor, all actors in one thread; `--burst` messages posted
   at once; deliveries per second from the first post to the last delivery.
 
-Run: python bench/webhooks.py [--messages 200] [--writers 8] [--endpoints 100] [--burst 50] [--store sqlite]
+Run: python bench/webhooks.py [--messages 200] [--writers 8] [--load wrk] [--endpoints 100] [--burst 50]
+  [--store sqlite]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import statistics
 import tempfile
 import time
@@ -30,6 +39,7 @@ import orjson
 import uvicorn
 from harness import ADMIN, RESULTS, BenchError, load_average, machine_info, run_main, stage, start_aitp, store_for
 from harness import write_result as save
+from ingest import LUA, wrk_path
 
 from aitp import testing
 
@@ -42,6 +52,7 @@ class Receiver:
 
     def __init__(self) -> None:
         self.latencies_ns: list[int] = []
+        self.arrivals_ns: list[int] = []
         self.count = 0
         self.arrived = asyncio.Event()
 
@@ -56,6 +67,7 @@ class Receiver:
         event = orjson.loads(body)
         sent = int(event["data"]["content"][0]["text"]["value"].split()[-1])
         self.latencies_ns.append(arrived - sent)
+        self.arrivals_ns.append(arrived)
         self.count += 1
         self.arrived.set()
         await send({"type": "http.response.start", "status": 204, "headers": []})
@@ -78,7 +90,10 @@ def percentiles(values_ns: list[int]) -> dict[str, float]:
 
 
 class Bench:
-    def __init__(self, server: testing.ServerProcess, receiver: Receiver, port: int, args: argparse.Namespace) -> None:
+    def __init__(
+        self, server: testing.ServerProcess, receiver: Receiver, port: int, args: argparse.Namespace, tmp: Path
+    ) -> None:
+        self.tmp = tmp
         self.base = server.base_url + "/v1"
         self.receiver = receiver
         self.hooks = f"http://127.0.0.1:{port}"
@@ -109,12 +124,62 @@ class Bench:
         if response.status_code != 200:
             raise BenchError(f"POST message answered {response.status_code}: {response.text[:300]}")
 
-    async def one_at_a_time(self, thread_id: str, headers: dict[str, str], messages: int) -> dict[str, float]:
+    async def one_at_a_time(self, thread_id: str, headers: dict[str, str], messages: int) -> dict[str, Any]:
         start = len(self.receiver.latencies_ns)
+        answered: list[int] = []
         for k in range(messages):
             await self.post(thread_id, headers, f"hook {k} {time.perf_counter_ns()}")
+            answered.append(time.perf_counter_ns())
             await stage(f"deliver message {k}", self.receiver.until(start + k + 1), self.args.stage_timeout)
-        return percentiles(self.receiver.latencies_ns[start:])
+        after_answer = [a - b for a, b in zip(self.receiver.arrivals_ns[start:], answered, strict=True)]
+        return percentiles(self.receiver.latencies_ns[start:]) | {"from_answer": percentiles(after_answer)}
+
+    async def under_writers(
+        self, thread_id: str, headers: dict[str, str], busy_thread: str, loader: dict[str, str]
+    ) -> tuple[dict[str, Any], float]:
+        """Timed messages while `--writers` clients of this process post to the busy thread."""
+        stop, written = asyncio.Event(), [0]
+
+        async def write() -> None:
+            while not stop.is_set():
+                await self.post(busy_thread, loader, f"load {time.perf_counter_ns()}")
+                written[0] += 1
+
+        writers = [asyncio.create_task(write()) for _ in range(self.args.writers)]
+        started = time.perf_counter()
+        try:
+            await asyncio.sleep(0.5)
+            loaded = await self.one_at_a_time(thread_id, headers, self.args.messages)
+        finally:
+            stop.set()
+            await asyncio.gather(*writers)
+        return loaded, written[0] / (time.perf_counter() - started)
+
+    async def under_wrk(
+        self, thread_id: str, headers: dict[str, str], busy_thread: str, loader: dict[str, str]
+    ) -> tuple[dict[str, Any], float]:
+        """Timed messages while wrk (its own process, `--writers` connections) posts to the busy thread."""
+        body = self.tmp / "load.json"
+        body.write_text('{"content": "load"}')
+        token = loader["Authorization"].removeprefix("Bearer ")
+        url = f"{self.base}/threads/{busy_thread}/messages"
+        # no duration of its own: it runs until the timed messages are done (SIGINT)
+        options = ["-t1", f"-c{self.args.writers}", "-d600s", "-s", str(LUA)]
+        command = [wrk_path(), *options, url, "--", str(body), token, "load"]
+        wrk = await asyncio.create_subprocess_exec(
+            *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        try:
+            await asyncio.sleep(0.5)
+            loaded = await self.one_at_a_time(thread_id, headers, self.args.messages)
+        finally:
+            wrk.send_signal(signal.SIGINT)  # wrk stops, then prints its figures
+            out, err = await wrk.communicate()
+        line = next((x for x in out.decode().splitlines() if x.startswith("WRK_JSON ")), None)
+        if line is None:
+            raise BenchError(f"wrk failed ({wrk.returncode}): {out.decode()[-800:]}{err.decode()[-800:]}")
+        figures = orjson.loads(line.removeprefix("WRK_JSON "))
+        return loaded, figures["requests"] / (figures["duration_us"] / 1e6)
 
     async def run(self) -> dict[str, Any]:
         args = self.args
@@ -126,22 +191,10 @@ class Bench:
 
         loader = await self.key("loader")
         busy_thread = await self.thread(["loader"], loader)
-        stop, written = asyncio.Event(), [0]
-
-        async def write() -> None:
-            while not stop.is_set():
-                await self.post(busy_thread, loader, f"load {time.perf_counter_ns()}")
-                written[0] += 1
-
-        writers = [asyncio.create_task(write()) for _ in range(args.writers)]
-        started = time.perf_counter()
-        try:
-            await asyncio.sleep(0.5)
-            loaded = await self.one_at_a_time(thread_id, alice, args.messages)
-        finally:
-            stop.set()
-            await asyncio.gather(*writers)
-        load_rate = written[0] / (time.perf_counter() - started)
+        if args.load == "wrk":
+            loaded, load_rate = await self.under_wrk(thread_id, alice, busy_thread, loader)
+        else:
+            loaded, load_rate = await self.under_writers(thread_id, alice, busy_thread, loader)
 
         actors = [f"a{n}" for n in range(args.endpoints)]
         keys = [await self.key(actor) for actor in actors]
@@ -159,7 +212,7 @@ class Bench:
         burst = percentiles(self.receiver.latencies_ns[before:])
         return {
             "idle": idle,
-            "under_load": {**loaded, "load_messages_per_s": load_rate, "writers": args.writers},
+            "under_load": {**loaded, "load_messages_per_s": load_rate, "writers": args.writers, "load": args.load},
             "throughput": {
                 "endpoints": args.endpoints,
                 "deliveries": args.burst * args.endpoints,
@@ -182,7 +235,7 @@ async def measure(args: argparse.Namespace, store_url: str, tmp: Path) -> dict[s
         await asyncio.sleep(0.01)
     env = {"AITP_WEBHOOK_ALLOW": f"http://127.0.0.1:{port}/", "AITP_MAX_ACTORS": str(args.endpoints + 8)}
     aitp = start_aitp(store_url, tmp / "serve.log", env=env)
-    bench = Bench(aitp, receiver, port, args)
+    bench = Bench(aitp, receiver, port, args, tmp)
     try:
         return await bench.run()
     finally:
@@ -195,9 +248,12 @@ async def measure(args: argparse.Namespace, store_url: str, tmp: Path) -> dict[s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=200, help="messages timed idle, and again under load")
-    parser.add_argument("--writers", type=int, default=8, help="concurrent writers of the ingest load")
+    parser.add_argument("--writers", type=int, default=8, help="concurrent writers (connections) of the ingest load")
     parser.add_argument("--endpoints", type=int, default=100)
     parser.add_argument("--burst", type=int, default=50, help="messages posted at once to the endpoints' thread")
+    parser.add_argument(
+        "--load", choices=("wrk", "python"), default="wrk", help="the writers: wrk's connections, or this process's"
+    )
     parser.add_argument("--store", default="sqlite", help="'sqlite' (a fresh file) or a mongodb:// URL")
     parser.add_argument("--stage-timeout", type=float, default=120.0)
     parser.add_argument("--out", type=Path, default=OUT)
@@ -214,7 +270,8 @@ def main() -> None:
     print(f"webhook latency idle:       p50 {idle['p50_ms']:.1f} ms  p99 {idle['p99_ms']:.1f} ms  (n={idle['n']})")
     print(
         f"webhook latency under load: p50 {loaded['p50_ms']:.1f} ms  p99 {loaded['p99_ms']:.1f} ms"
-        f"  ({loaded['load_messages_per_s']:.0f} msg/s of load from {loaded['writers']} writers)"
+        f"  ({loaded['load_messages_per_s']:.0f} msg/s of load from {loaded['writers']} {args.load} writers;"
+        f" from the answer: p50 {loaded['from_answer']['p50_ms']:.1f} ms  p99 {loaded['from_answer']['p99_ms']:.1f} ms)"
     )
     print(
         f"deliveries to {wide['endpoints']} endpoints: {wide['deliveries_per_s']:.0f}/s"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import subprocess
@@ -53,6 +54,7 @@ from aitp.testing import ServerProcess
 TARGET = 2.0
 HEADERS = ("A2A-Version: 1.0",)
 ANSWER = "Hello! You said: "
+AGENT_CONNECTIONS = 4
 
 
 def request_body(tmp: Path) -> Path:
@@ -142,16 +144,22 @@ def start_reference(log: Path) -> ServerProcess:
 
 
 async def run_agent(base_url: str, key: str) -> None:
-    """An AITP agent answering every text message at once (each reply posted without waiting for the last)."""
+    """An AITP agent answering every text message at once (each reply posted without waiting for the last).
+
+    Its replies go without an Idempotency-Key (a retried bench reply does not matter; the key's claim and
+    completion were two more durable writes per request on the server), over at most `AGENT_CONNECTIONS`
+    kept-alive connections (httpx's pool looks at every pooled connection on each request: with one per
+    concurrent reply, that scan was a third of the agent's CPU)."""
     from aitp.client import Agent, AitpClient, Incoming
 
-    async with AitpClient(base_url=base_url, api_key=key) as client:
+    limits = httpx.Limits(max_connections=AGENT_CONNECTIONS, max_keepalive_connections=AGENT_CONNECTIONS)
+    async with AitpClient(base_url=base_url, api_key=key, transport=httpx.AsyncHTTPTransport(limits=limits)) as client:
         agent = Agent(client)
         replies: set[asyncio.Task[Any]] = set()
 
         @agent.on_text
         async def answer(incoming: Incoming) -> None:
-            reply = asyncio.create_task(incoming.reply(ANSWER + incoming.text))
+            reply = asyncio.create_task(client.create_message(incoming.thread_id, ANSWER + incoming.text))
             replies.add(reply)
             reply.add_done_callback(replies.discard)
 
@@ -223,9 +231,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 profiles = {}
                 if args.profile:  # where each server spends its CPU, during one more run each
                     for name, target in targets.items():
-                        with Sampler(target[0].process.pid, RESULTS / f"a2a-profile-{name}.txt", args.duration) as s:
+                        with contextlib.ExitStack() as samplers:
+                            pids = {name: target[0].process.pid, **({f"{name}-agent": target[3]} if target[3] else {})}
+                            sampled = {
+                                n: samplers.enter_context(Sampler(pid, RESULTS / f"a2a-profile-{n}.txt", args.duration))
+                                for n, pid in pids.items()
+                            }
                             measure_one(*target, body, args)
-                        profiles[name] = s.summary
+                        profiles.update({n: s.summary for n, s in sampled.items()})
                 return {"rounds": rounds, "profiles": profiles}
             finally:
                 agent.terminate()

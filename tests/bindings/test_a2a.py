@@ -38,6 +38,7 @@ from a2a.types import (
     Message,
     Role,
     SendMessageRequest,
+    SendMessageResponse,
     StreamResponse,
     SubscribeToTaskRequest,
     TaskState,
@@ -353,3 +354,51 @@ async def test_a_message_whose_delivery_was_cut_short_is_sent_again(store: Store
                     await asyncio.sleep(0.05)
     assert listed.data[1].content[0].text.value == "parrot: hello"
     assert [m.message_id for m in agent.heard] == [listed.data[0].id] * 2
+
+
+def send_call(request_id: Any, text: str = "hello", **fields: Any) -> dict[str, Any]:
+    message = {"messageId": f"m-{request_id}", "role": "ROLE_USER", "parts": [{"text": text}]}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "SendMessage", "params": {"message": message}, **fields}
+
+
+async def test_send_message_on_the_wire_is_a_json_rpc_answer_with_the_completed_task(store: Store) -> None:
+    """SendMessage is answered outside the SDK's generic dispatcher (bench/a2a_send.py): the answer is still
+    a JSON-RPC 2.0 response echoing the request's id, whose result is a SendMessageResponse to the letter."""
+    async with service(store) as svc:
+        await svc.a2a_settings("shop", serve=True)
+        key = await svc.key("alice")
+        headers = {"Authorization": f"Bearer {key}", "A2A-Version": "1.0"}
+        async with agent_running(svc.base, await svc.key("shop"), echo), httpx.AsyncClient(headers=headers) as http:
+            for request_id in ("req-1", 7):
+                answer = (await http.post(f"{svc.base}/a2a/shop", json=send_call(request_id))).json()
+                assert answer.keys() == {"jsonrpc", "id", "result"}
+                assert answer["jsonrpc"] == "2.0" and answer["id"] == request_id
+                task = ParseDict(answer["result"], SendMessageResponse()).task  # no unknown field
+                assert task.status.state == COMPLETED
+                assert task.status.message.parts[0].text == "echo: hello"
+                assert [m.message_id for m in task.history][0] == f"m-{request_id}"
+
+
+async def test_send_message_errors_are_the_sdk_dispatchers_own(store: Store) -> None:
+    """Whatever the SendMessage path does not serve itself (a malformed request or params, no id, another
+    protocol version) is answered by the SDK's dispatcher: the same answer as the SDK's own server gives,
+    byte for byte once parsed."""
+    refused = [
+        (send_call(1, params={"message": {"parts": "x"}}), {"A2A-Version": "1.0"}),  # params: -32602
+        ({**send_call(2), "extra": True}, {"A2A-Version": "1.0"}),  # not a JSON-RPC request: -32600
+        ({**send_call(3), "jsonrpc": "1.0"}, {"A2A-Version": "1.0"}),
+        (send_call(4), {"A2A-Version": "2.0"}),  # a version this endpoint does not speak: -32009
+        (send_call(5), {}),  # no version: 0.3, which has no SendMessage
+    ]
+    async with sdk_agent(Parrot()) as card_url, service(store) as svc:
+        reference = card_url.split("/.well-known")[0] + "/"
+        await svc.a2a_settings("shop", serve=True)
+        key = await svc.key("alice")
+        async with httpx.AsyncClient() as http:
+            for body, headers in refused:
+                ours = await http.post(
+                    f"{svc.base}/a2a/shop", json=body, headers={"Authorization": f"Bearer {key}", **headers}
+                )
+                theirs = await http.post(reference, json=body, headers=headers)
+                assert (ours.status_code, ours.json()) == (theirs.status_code, theirs.json()), body
+                assert "error" in ours.json()

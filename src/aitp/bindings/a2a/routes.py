@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
+from aitp.bindings.a2a import send
 from aitp.bindings.a2a.card import agent_card
 from aitp.bindings.a2a.handler import CALL, AitpRequestHandler, Call
 from aitp.context import principal_of, runtime_of
@@ -54,7 +55,8 @@ class Context(DefaultServerCallContextBuilder):
         return context
 
 
-_dispatcher = JsonRpcDispatcher(AitpRequestHandler(), context_builder=Context(), enable_v0_3_compat=True)
+_handler, _context = AitpRequestHandler(), Context()
+_dispatcher = JsonRpcDispatcher(_handler, context_builder=_context, enable_v0_3_compat=True)
 
 
 def _not_served(actor: str) -> JSONResponse:
@@ -68,7 +70,8 @@ async def rpc(request: Request) -> Response:
     if agent is None:
         return _not_served(actor)
     request.scope[AGENT] = agent
-    return await _dispatcher.handle_requests(request)
+    answer = await send.serve(request, _handler, _context.build)  # SendMessage's fast path, same wire format
+    return answer if answer is not None else await _dispatcher.handle_requests(request)
 
 
 async def _card(request: Request, actor: str) -> Response:

@@ -54,7 +54,6 @@ from aitp.testing import ServerProcess
 TARGET = 2.0
 HEADERS = ("A2A-Version: 1.0",)
 ANSWER = "Hello! You said: "
-AGENT_CONNECTIONS = 4
 
 
 def request_body(tmp: Path) -> Path:
@@ -144,26 +143,34 @@ def start_reference(log: Path) -> ServerProcess:
 
 
 async def run_agent(base_url: str, key: str) -> None:
-    """An AITP agent answering every text message at once (each reply posted without waiting for the last).
+    """An AITP agent on its inbox WebSocket, answering every other actor's text message at once with a post
+    on the same socket (the live protocol: `aitp.bindings.openai_threads.live`), written without waiting
+    for the post's reply; refusals are printed to its log.
 
-    Its replies go without an Idempotency-Key (a retried bench reply does not matter; the key's claim and
-    completion were two more durable writes per request on the server), over at most `AGENT_CONNECTIONS`
-    kept-alive connections (httpx's pool looks at every pooled connection on each request: with one per
-    concurrent reply, that scan was a third of the agent's CPU)."""
-    from aitp.client import Agent, AitpClient, Incoming
+    Lighter than the client's `Agent` with `Incoming.reply` (an httpx POST with an Idempotency-Key per
+    reply): on the server, no second HTTP request per SendMessage and no idempotency record (two more
+    durable writes); in the agent, httpx was 90% of its CPU. The reply is the same durable message."""
+    import orjson
+    from websockets.asyncio.client import connect
 
-    limits = httpx.Limits(max_connections=AGENT_CONNECTIONS, max_keepalive_connections=AGENT_CONNECTIONS)
-    async with AitpClient(base_url=base_url, api_key=key, transport=httpx.AsyncHTTPTransport(limits=limits)) as client:
-        agent = Agent(client)
-        replies: set[asyncio.Task[Any]] = set()
+    from aitp.client import AitpClient
+    from aitp.client._stream import ws_url
 
-        @agent.on_text
-        async def answer(incoming: Incoming) -> None:
-            reply = asyncio.create_task(client.create_message(incoming.thread_id, ANSWER + incoming.text))
-            replies.add(reply)
-            reply.add_done_callback(replies.discard)
-
-        await agent.run()
+    async with AitpClient(base_url=base_url, api_key=key) as client:
+        me = await client.me()
+    url = f"{ws_url(client.base_url, '/actors/me/events/ws')}?after={me.inbox_cursor}"
+    async with connect(url, additional_headers={"Authorization": f"Bearer {key}"}, max_size=None) as socket:
+        sent = 0
+        async for raw in socket:
+            frame = orjson.loads(raw)
+            if frame.get("op") == "error":
+                print(f"refused: {frame}", flush=True)
+            if frame.get("type") != "thread.message.created" or frame["data"]["metadata"].get("actor") == me.id:
+                continue
+            text = "".join(p["text"]["value"] for p in frame["data"]["content"] if p.get("type") == "text")
+            sent += 1
+            post = {"op": "post", "ref": sent, "thread_id": frame["thread_id"], "message": {"content": ANSWER + text}}
+            await socket.send(orjson.dumps(post).decode())
 
 
 def start_agent(server: ServerProcess, key: str, log: Path) -> subprocess.Popen[bytes]:

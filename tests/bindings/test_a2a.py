@@ -402,3 +402,38 @@ async def test_send_message_errors_are_the_sdk_dispatchers_own(store: Store) -> 
                 theirs = await http.post(reference, json=body, headers=headers)
                 assert (ours.status_code, ours.json()) == (theirs.status_code, theirs.json()), body
                 assert "error" in ours.json()
+
+
+async def test_send_message_answers_the_task_as_tasks_get_shows_it(store: Store) -> None:
+    """SendMessage prints its task without the SDK's protobuf printer; tasks/get (the SDK's dispatcher and
+    printer) shows the same task identically: text answers, a capability message as a data part, every
+    history length."""
+    decision = json.loads((EXAMPLES / "request_decision_products.json").read_text())
+
+    async def shop(incoming: Incoming) -> None:
+        await incoming.reply([json.dumps(decision)] if incoming.text == "decide" else f"echo: {incoming.text}")
+
+    async with service(store) as svc:
+        await svc.a2a_settings("shop", serve=True, capabilities=[DECISIONS])
+        key = await svc.key("alice")
+        headers = {"Authorization": f"Bearer {key}", "A2A-Version": "1.0"}
+        async with agent_running(svc.base, await svc.key("shop"), shop), httpx.AsyncClient(headers=headers) as http:
+
+            async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+                body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+                answer: dict[str, Any] = (await http.post(f"{svc.base}/a2a/shop", json=body)).json()
+                return answer["result"]
+
+            states = []
+            for text, history in [("hi", None), ("decide", None), ("hi", 0), ("hi", 1), ("émoji 🎧", 5)]:
+                params: dict[str, Any] = send_call(text, text)["params"]
+                params["message"]["extensions"] = [DECISIONS]
+                if history is not None:
+                    params["configuration"] = {"historyLength": history}
+                sent = (await call("SendMessage", params))["task"]
+                shown = await call(
+                    "GetTask", {"id": sent["id"], **({} if history is None else {"historyLength": history})}
+                )
+                assert sent == shown
+                states.append(sent["status"]["state"])
+            assert states == ["TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED"] + ["TASK_STATE_COMPLETED"] * 3

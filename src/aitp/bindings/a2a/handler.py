@@ -197,17 +197,23 @@ class AitpRequestHandler(RequestHandler):
     """A2A methods over the services, for whichever agent the call names."""
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
+        view, history = await self.send(params, context)
+        return view.task(history)
+
+    async def send(self, params: SendMessageRequest, context: ServerCallContext) -> tuple[TaskView, int | None]:
+        """SendMessage's task once the agent answered (or it is interrupted, or the wait is over), and the
+        history length asked for."""
         call = _call(context)
         view, cursor = await _send(call, params.message, context.requested_extensions)
         history = params.configuration.history_length if params.configuration.HasField("history_length") else None
         if params.configuration.return_immediately or view.interrupted:
-            return view.task(history)
+            return view, history
         # wait for the agent's answer, up to a2a_wait_seconds: then the task is returned still working
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(call.rt.settings.a2a_wait_seconds):
                 async for _ in _follow(call, view, cursor):
                     pass
-        return view.task(history)
+        return view, history
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext

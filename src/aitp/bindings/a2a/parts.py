@@ -51,9 +51,10 @@ def _capability_message(part: Part, index: int) -> dict[str, Any]:
     return data  # its own `$schema`, or none: then it is plain JSON text
 
 
-def a2a_parts(record: MessageRecord) -> list[Part]:
-    """A message's content as A2A parts: capability messages as data parts."""
-    parts: list[Part] = []
+def _parts(record: MessageRecord) -> list[Part | dict[str, Any]]:
+    """A message's content as A2A parts: capability messages (and unknown parts) as data `Part`s, text and
+    image URLs as their JSON already (what protobuf's JSON printer would write for them)."""
+    parts: list[Part | dict[str, Any]] = []
     for index, item in enumerate(record.content):
         kind = item.get("type")
         if kind == "text":
@@ -66,9 +67,9 @@ def a2a_parts(record: MessageRecord) -> list[Part]:
                 part.data.struct_value.update(value)
                 parts.append(part)
             else:
-                parts.append(Part(text=text))
+                parts.append({"text": text})
         elif kind == "image_url":
-            parts.append(Part(url=item["image_url"]["url"], media_type="image/*"))
+            parts.append({"url": item["image_url"]["url"], "mediaType": "image/*"})
         else:
             part = Part(media_type=JSON)
             part.data.struct_value.update(item)
@@ -76,17 +77,52 @@ def a2a_parts(record: MessageRecord) -> list[Part]:
     return parts
 
 
+def a2a_parts(record: MessageRecord) -> list[Part]:
+    """A message's content as A2A parts: capability messages as data parts."""
+    return [p if isinstance(p, Part) else _part(p) for p in _parts(record)]
+
+
+def _part(printed: dict[str, Any]) -> Part:
+    """A text or image URL part `_parts` wrote as JSON, as the protobuf part."""
+    if "text" in printed:
+        return Part(text=printed["text"])
+    return Part(url=printed["url"], media_type=printed["mediaType"])
+
+
+def _message_id(record: MessageRecord) -> str:
+    return record.metadata.get("a2a_message_id") or record.id
+
+
+def _role(record: MessageRecord, agent: str) -> Role.ValueType:
+    return Role.ROLE_AGENT if record.actor == agent else Role.ROLE_USER
+
+
 def a2a_message(record: MessageRecord, *, agent: str, task_id: str, context_id: str) -> Message:
     """An AITP message as the A2A message of a task: the agent's as `agent`, anyone else's as `user`.
     Built field by field: the protobuf types' JSON parser costs more than the rest of a SendMessage."""
     message = Message(
-        message_id=record.metadata.get("a2a_message_id") or record.id,
+        message_id=_message_id(record),
         context_id=context_id,
         task_id=task_id,
-        role=Role.ROLE_AGENT if record.actor == agent else Role.ROLE_USER,
+        role=_role(record, agent),
         parts=a2a_parts(record),
     )
     message.metadata.update({"aitp_message_id": record.id, "aitp_actor": record.actor})
+    return message
+
+
+def a2a_message_json(record: MessageRecord, *, agent: str, task_id: str, context_id: str) -> dict[str, Any]:
+    """`a2a_message` as protobuf's JSON printer (`MessageToDict`) writes it, without building the message:
+    printing a whole task took a third of SendMessage's own CPU. Data parts are still printed by protobuf
+    (a Struct's numbers are doubles there)."""
+    message: dict[str, Any] = {"messageId": _message_id(record), "contextId": context_id}
+    if task_id:
+        message["taskId"] = task_id
+    message["role"] = Role.Name(_role(record, agent))
+    parts = _parts(record)
+    if parts:
+        message["parts"] = [MessageToDict(p) if isinstance(p, Part) else p for p in parts]
+    message["metadata"] = {"aitp_message_id": record.id, "aitp_actor": record.actor}
     return message
 
 

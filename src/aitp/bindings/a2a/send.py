@@ -6,10 +6,11 @@ hottest call (py-spy, bench/a2a_send.py: 14% of the server's CPU per SendMessage
 telemetry span, the `jsonrpc` package's request and response objects, the version check, the standard
 library's JSON both ways. Here the common case, a well-formed 1.0 `SendMessage` with an id, is parsed by
 orjson, its params by the SDK's own parser (`ParseDict` into `SendMessageRequest`, unknown fields ignored as
-the dispatcher does), handled by the same `AitpRequestHandler`, and its result rendered by protobuf's
-`MessageToDict` as the dispatcher does; errors are the SDK's (`build_error_response`). Anything else
-(another method, a 0.3 client, no or a bad version header, a malformed request or params) returns None and
-goes to the dispatcher, so its answers, errors included, stay the SDK's own.
+the dispatcher does), handled by the same `AitpRequestHandler`, and its task printed as protobuf's
+`MessageToDict` prints it for the dispatcher (`TaskView.task_json`, without building the protobuf Task);
+errors are the SDK's (`build_error_response`). Anything else (another method, a 0.3 client, no or a bad
+version header, a malformed request or params) returns None and goes to the dispatcher, so its answers,
+errors included, stay the SDK's own.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from typing import Any
 import orjson
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.response_helpers import build_error_response
-from a2a.types import SendMessageRequest, SendMessageResponse, Task
+from a2a.types import SendMessageRequest
 from a2a.utils.constants import VERSION_HEADER
 from a2a.utils.errors import A2AError, InternalError
-from google.protobuf.json_format import MessageToDict, ParseDict
+from google.protobuf.json_format import ParseDict
 from packaging.version import InvalidVersion, Version
 from starlette.requests import Request
 from starlette.responses import Response
@@ -85,11 +86,10 @@ async def serve(request: Request, handler: AitpRequestHandler, build: Any) -> Re
     context.state["method"] = METHOD
     context.state["request_id"] = request_id
     try:
-        result = await handler.on_message_send(params, context)
+        view, history = await handler.send(params, context)
     except A2AError as error:
         return _answer(build_error_response(request_id, error))
     except Exception as error:  # the dispatcher's answer to what a handler did not expect
         log.exception("Unhandled exception")
         return _answer(build_error_response(request_id, InternalError(message=str(error))))
-    response = SendMessageResponse(task=result) if isinstance(result, Task) else SendMessageResponse(message=result)
-    return _answer({"result": MessageToDict(response), "id": request_id, "jsonrpc": "2.0"})
+    return _answer({"result": {"task": view.task_json(history)}, "id": request_id, "jsonrpc": "2.0"})

@@ -14,11 +14,13 @@ a stream of a task resumes from the thread's event log without a gap.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
 from a2a.types import Message, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from a2a.utils.errors import TaskNotFoundError
 
-from aitp.bindings.a2a.parts import a2a_message
+from aitp.bindings.a2a.parts import a2a_message, a2a_message_json
 from aitp.store.base import MessageRecord
 
 TASK = "a2a_task"  # metadata of a message that continues (or cancels) a task: the task's id
@@ -118,15 +120,37 @@ class TaskView:
             status.message.CopyFrom(self.message(self.status_message))
         return status
 
+    def _shown(self, history_length: int | None) -> list[MessageRecord]:
+        if history_length is None:
+            return self.history
+        return self.history[-history_length:] if history_length else []
+
     def task(self, history_length: int | None = None) -> Task:
-        shown = self.history if history_length is None else self.history[-history_length:] if history_length else []
         return Task(
             id=self.id,
             context_id=self.context_id,
             status=self.status(),
-            history=[self.message(r) for r in shown],
+            history=[self.message(r) for r in self._shown(history_length)],
             metadata={"aitp_thread_id": self.first.thread_id},
         )
+
+    def task_json(self, history_length: int | None = None) -> dict[str, Any]:
+        """`task()` as protobuf's JSON printer (`MessageToDict`) writes it, printed directly (a third of
+        SendMessage's own CPU went to building the Task and printing it)."""
+
+        def message(record: MessageRecord) -> dict[str, Any]:
+            return a2a_message_json(record, agent=self.agent, task_id=self.id, context_id=self.context_id)
+
+        status: dict[str, Any] = {"state": TaskState.Name(self.state)}
+        if self.status_message is not None:
+            status["message"] = message(self.status_message)
+        status["timestamp"] = datetime.fromtimestamp(int(self.updated_at), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        task: dict[str, Any] = {"id": self.id, "contextId": self.context_id, "status": status}
+        shown = self._shown(history_length)
+        if shown:
+            task["history"] = [message(r) for r in shown]
+        task["metadata"] = {"aitp_thread_id": self.first.thread_id}
+        return task
 
     def update(self) -> TaskStatusUpdateEvent:
         return TaskStatusUpdateEvent(task_id=self.id, context_id=self.context_id, status=self.status())

@@ -48,6 +48,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 from starlette.applications import Starlette
 
 from aitp.app import create_app
+from aitp.bindings.a2a.send import _text_message
 from aitp.client import Agent, AitpClient, Incoming
 from aitp.config import Settings
 from aitp.store import Store
@@ -437,3 +438,25 @@ async def test_send_message_answers_the_task_as_tasks_get_shows_it(store: Store)
                 assert sent == shown
                 states.append(sent["status"]["state"])
             assert states == ["TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED"] + ["TASK_STATE_COMPLETED"] * 3
+
+
+@pytest.mark.parametrize(
+    ("params", "read_here"),
+    [
+        ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}, True),
+        ({"message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": ""}], "taskId": "t"}}, True),
+        ({"message": {"contextId": "c", "parts": []}}, True),
+        ({"message": {"messageId": "m", "role": "NOPE", "parts": [{"text": "hi"}]}}, False),
+        ({"message": {"message_id": "m", "parts": [{"text": "hi"}]}}, False),
+        ({"message": {"messageId": None, "parts": [{"text": "hi"}]}}, False),
+        ({"message": {"parts": [{"text": "hi", "metadata": {}}]}}, False),
+        ({"message": {"parts": [{"text": "hi"}]}, "configuration": {}}, False),
+    ],
+)
+def test_a_text_message_is_read_as_the_sdks_parser_reads_it(params: dict[str, Any], read_here: bool) -> None:
+    """SendMessage reads a plain text message itself (`send._text_message`): the same request as the SDK's
+    `ParseDict`, or nothing for anything else (then ParseDict reads it)."""
+    read = _text_message(params)
+    assert (read is not None) == read_here
+    if read is not None:
+        assert read == ParseDict(params, SendMessageRequest(), ignore_unknown_fields=True)

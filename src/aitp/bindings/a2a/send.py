@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.response_helpers import build_error_response
-from a2a.types import SendMessageRequest
+from a2a.types import Message, Part, Role, SendMessageRequest
 from a2a.utils.constants import VERSION_HEADER
 from a2a.utils.errors import A2AError, InternalError
 from google.protobuf.json_format import ParseDict
@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 
 METHOD = "SendMessage"
 FIELDS = frozenset({"jsonrpc", "method", "params", "id"})  # a JSON-RPC 2.0 request's (the dispatcher's check)
+IDS = ("messageId", "contextId", "taskId")
+MESSAGE_FIELDS = frozenset({*IDS, "role", "parts"})
+ROLES = frozenset(Role.keys())
 
 
 @functools.lru_cache(maxsize=32)
@@ -61,6 +64,27 @@ def _request_id(body: Any) -> str | int | None:
     return request_id
 
 
+def _text_message(params: dict[str, Any]) -> SendMessageRequest | None:
+    """The request `ParseDict` makes of params holding only a text message with string ids (what most
+    clients send), built directly (ParseDict was a sixth of SendMessage's own CPU); None for anything else."""
+    message = params.get("message")
+    if params.keys() != {"message"} or not isinstance(message, dict) or not message.keys() <= MESSAGE_FIELDS:
+        return None
+    parts, role = message.get("parts"), message.get("role", "ROLE_UNSPECIFIED")
+    if role not in ROLES or not all(isinstance(message.get(f, ""), str) for f in IDS) or not isinstance(parts, list):
+        return None
+    if not all(isinstance(p, dict) and p.keys() == {"text"} and isinstance(p["text"], str) for p in parts):
+        return None
+    built = Message(
+        message_id=message.get("messageId", ""),
+        context_id=message.get("contextId", ""),
+        task_id=message.get("taskId", ""),
+        role=Role.Value(role),
+        parts=[Part(text=p["text"]) for p in parts],
+    )
+    return SendMessageRequest(message=built)
+
+
 def _answer(payload: dict[str, Any]) -> Response:
     return Response(orjson.dumps(payload), media_type="application/json")
 
@@ -78,7 +102,9 @@ async def serve(request: Request, handler: AitpRequestHandler, build: Any) -> Re
     if request_id is None:
         return None
     try:
-        params = ParseDict(body["params"], SendMessageRequest(), ignore_unknown_fields=True)
+        params = _text_message(body["params"]) or ParseDict(
+            body["params"], SendMessageRequest(), ignore_unknown_fields=True
+        )
     except Exception:  # noqa: BLE001 - the dispatcher answers the same parse error as the SDK does
         return None
     context: ServerCallContext = build(request)

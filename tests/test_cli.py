@@ -165,6 +165,30 @@ def test_keys_list_shows_keys_without_their_secrets(store_url: str) -> None:
         assert secret[:12] not in listed.stdout  # no more than the stored prefix
 
 
+async def test_keys_list_says_when_a_key_expires_or_expired(store_url: str) -> None:
+    """Keys made by a sign-in link expire: the list gives the date (UTC), and says which have."""
+    from aitp.services.keys import create_key
+    from aitp.store import open_store
+
+    store = open_store(store_url)
+    await store.open()
+    try:
+        lasting = await create_key(store, "ops")
+        browser = await create_key(store, "alice", lifetime=86_400)
+        lapsed = await create_key(store, "bob", lifetime=-60)
+    finally:
+        await store.close()
+    listed = aitp("keys", "--store", store_url, "list")
+    assert listed.returncode == 0, listed.stderr
+    line = {
+        key.record.actor: next(x for x in listed.stdout.splitlines() if key.record.id in x)
+        for key in (lasting, browser, lapsed)
+    }
+    assert "expire" not in line["ops"]
+    assert re.search(r"… {2}expires \d{4}-\d\d-\d\d \d\d:\d\d UTC$", line["alice"]), line["alice"]
+    assert re.search(r"… {2}expired \d{4}-\d\d-\d\d \d\d:\d\d UTC$", line["bob"]), line["bob"]
+
+
 def test_keys_revoke_makes_the_key_unauthorized(server: ServerProcess, store_url: str) -> None:
     """After `aitp keys revoke <id>` the running server answers 401 to that key: within
     `PRINCIPAL_TTL` (1 s), as it remembers authenticated keys that long (the deadline here is generous)."""

@@ -184,7 +184,7 @@ class Session {
     $("#composer-text").focus();
   }
 
-  onStatus({ state, detail, code }) {
+  onStatus({ state, detail, code, errorCode = null }) {
     elements.connection.dataset.state = state;
     elements.connection.querySelector(".connection-text").textContent = detail;
     if (state === "live") {
@@ -192,7 +192,7 @@ class Session {
       if (this.dropped) this.view.catchUp(); // what the inbox replays now is marked as new
     }
     if (state === "offline") this.dropped = true;
-    if (code === 4401) signOut(new ApiError(401, { error: { code: "invalid_api_key", message: detail } }));
+    if (code === 4401) signOut(new ApiError(401, { error: { code: errorCode ?? "invalid_api_key", message: detail } }));
   }
 
   onEvent(event) {
@@ -308,7 +308,9 @@ async function signInShowingErrors(key, threadId) {
   try {
     await signIn(key, threadId);
   } catch (error) {
-    if (error.status === 401) error.sentence = "That access key isn't valid. Check it, or ask for a new sign-in link.";
+    if (error.status === 401 && error.code !== "expired_api_key") {
+      error.sentence = "That access key isn't valid. Check it, or ask for a new sign-in link.";
+    }
     showSignIn(error);
   }
 }

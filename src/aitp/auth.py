@@ -9,12 +9,21 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
 
 from aitp.errors import Unauthenticated
 from aitp.principals import ADMIN_ACTOR, Principal, PrincipalCache
 from aitp.store.base import Store
 
 KEY_PREFIX = "aitp_"
+
+
+EXPIRED = "This API key has expired: sign in again (or ask for a new key)."
+
+
+def expired(expires_at: int | None) -> bool:
+    """Whether a key with this `expires_at` is refused now."""
+    return expires_at is not None and time.time() >= expires_at
 
 
 def generate_key() -> str:
@@ -53,6 +62,8 @@ async def authenticate_hash(
         record = await store.keys.find(key_hash)
         if record is None:
             return None
+        if expired(record.expires_at):  # raised, not returned: an expired key is never remembered
+            raise Unauthenticated(EXPIRED, code="expired_api_key")
         return Principal(actor=record.actor, admin=record.admin, key_id=record.id, scopes=frozenset(record.scopes))
 
     principal = await (load() if cache is None else cache.get(key_hash, load))

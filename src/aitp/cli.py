@@ -6,10 +6,12 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 from aitp import redaction
+from aitp.auth import expired
 from aitp.config import Settings
 from aitp.serving import uvicorn_options as uvicorn_options  # re-exported: tests and benchmarks use it
 from aitp.store import Store, in_memory, open_store
@@ -76,7 +78,11 @@ def serve(settings: Settings, workers: int = 1) -> int:
 def _print_key(key: KeyRecord) -> None:
     flags = " admin" if key.admin else ""
     scopes = f" scopes={','.join(key.scopes)}" if key.scopes else ""
-    print(f"{key.id}  actor={key.actor}{flags}{scopes}  {key.prefix}…")
+    expiry = ""
+    if key.expires_at is not None:
+        when = datetime.fromtimestamp(key.expires_at, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+        expiry = f"  {'expired' if expired(key.expires_at) else 'expires'} {when}"
+    print(f"{key.id}  actor={key.actor}{flags}{scopes}  {key.prefix}…{expiry}")
 
 
 def _store_refusal(settings: Settings, args: argparse.Namespace) -> str | None:

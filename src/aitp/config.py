@@ -48,6 +48,7 @@ class Settings:
     rate_burst: int = 100
     max_streams_per_key: int = 64  # open WebSocket + SSE streams per key (0: no limit)
     idempotency_ttl_hours: float = 24.0  # how long an Idempotency-Key's response is kept (at least 24)
+    sign_in_key_days: float = 30.0  # how long a key made by redeeming a sign-in link (a browser's) works
     # GET /v1/fetch (json_url forms): URL prefixes it may load (empty: none), size and time limits
     fetch_allow: tuple[str, ...] = ()
     fetch_max_bytes: int = 256 << 10
@@ -105,6 +106,9 @@ class Settings:
             rate_burst=int(env.get("AITP_RATE_BURST") or cls.rate_burst),
             max_streams_per_key=int(env.get("AITP_MAX_STREAMS_PER_KEY") or cls.max_streams_per_key),
             idempotency_ttl_hours=_idempotency_ttl(env.get("AITP_IDEMPOTENCY_TTL_HOURS") or cls.idempotency_ttl_hours),
+            sign_in_key_days=_positive(
+                "AITP_SIGN_IN_KEY_DAYS", env.get("AITP_SIGN_IN_KEY_DAYS") or cls.sign_in_key_days
+            ),
             fetch_allow=_prefixes(env.get("AITP_FETCH_ALLOW")),
             fetch_max_bytes=int(env.get("AITP_FETCH_MAX_BYTES") or cls.fetch_max_bytes),
             fetch_timeout=float(env.get("AITP_FETCH_TIMEOUT") or cls.fetch_timeout),
@@ -130,6 +134,13 @@ class Settings:
 def _prefixes(value: str | None) -> tuple[str, ...]:
     """A comma-separated list of URL prefixes."""
     return tuple(p.strip() for p in (value or "").split(",") if p.strip())
+
+
+def _positive(name: str, value: str | float) -> float:
+    number = float(value)
+    if not number > 0:
+        raise ValueError(f"{name} must be a positive number, not {value!r}")
+    return number
 
 
 def _unknown_policy(value: str) -> Literal["reject", "accept"]:

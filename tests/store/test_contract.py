@@ -944,8 +944,8 @@ async def test_delete_key_is_true_once_then_false(store: Store) -> None:
     assert await store.keys.all() == [keep]
 
 
-async def test_existing_key_ids_names_the_keys_not_revoked_among_many(store: Store) -> None:
-    keys = [key_rec(f"actor-{i}") for i in range(1_200)]  # more than one statement's worth of ids
+async def test_key_expiries_name_the_keys_not_revoked_among_many_with_their_expiry(store: Store) -> None:
+    keys = [key_rec(f"actor-{i}", expires_at=None if i % 3 else 1_000 + i) for i in range(1_200)]  # > a statement
     for key in keys:
         await store.keys.create(key)
     revoked = keys[::7]
@@ -953,8 +953,19 @@ async def test_existing_key_ids_names_the_keys_not_revoked_among_many(store: Sto
         await store.keys.delete(key.id)
     asked = [key.id for key in keys] + [new_id("key")]
 
-    assert await store.keys.existing(asked) == {key.id for key in keys} - {key.id for key in revoked}
-    assert await store.keys.existing([]) == set()
+    kept = [key for key in keys if key not in revoked]
+    assert await store.keys.expiries(asked) == {key.id: key.expires_at for key in kept}
+    assert await store.keys.expiries([]) == {}
+
+
+async def test_a_key_keeps_its_expiry(store: Store) -> None:
+    expiring, lasting = key_rec("alice", expires_at=1_900_000_000), key_rec("bob")
+    for key in (expiring, lasting):
+        await store.keys.create(key)
+    assert await store.keys.find(expiring.hash) == expiring
+    assert await store.keys.find(lasting.hash) == lasting and lasting.expires_at is None
+    listed = {key.id: key.expires_at for key in await store.keys.all()}
+    assert (listed[expiring.id], listed[lasting.id]) == (1_900_000_000, None)
 
 
 async def test_has_admin_key_only_while_an_admin_key_exists(store: Store) -> None:

@@ -128,6 +128,24 @@ def test_a_used_sign_in_link_shows_why_and_the_sign_in_form(page: Page, web_serv
     assert "code=" not in page.url
 
 
+def test_when_the_links_key_expires_the_sign_in_form_says_so(page: Page, tmp_path: Path) -> None:
+    # a server of its own whose sign-in links make keys that live 3 seconds (AITP_SIGN_IN_KEY_DAYS)
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_SIGN_IN_KEY_DAYS": str(3.5 / 86_400)}
+    server = start_server(f"sqlite:///{tmp_path / 'expiry.db'}", tmp_path / "serve.log", env)
+    try:
+        web = WebServer(server)
+        open_ui(page, web, web.key_for(unique("alice")))
+
+        expect(page.locator("#sign-in-error .sentence")).to_have_text(
+            "Your sign-in has expired. Sign in again.", timeout=20_000
+        )
+        expect(page.locator("#workspace")).to_be_hidden()
+        expect(page.get_by_label("Access key")).to_be_focused()
+        assert page.evaluate("sessionStorage.getItem('aitp.key')") is None
+    finally:
+        server.stop()
+
+
 def test_an_old_link_with_a_key_is_not_used_and_leaves_the_address_bar(page: Page, web_server: WebServer) -> None:
     key = web_server.key_for(unique("alice"))
     page.goto(f"{web_server.base_url}/#key={key}")

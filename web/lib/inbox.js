@@ -60,7 +60,7 @@ export class Inbox {
       this.connecting = false;
       if (this.stopped) return;
       if (error.status === 401) {
-        this.onStatus({ state: "failed", detail: FINAL.get(4401), code: 4401 });
+        this.onStatus({ state: "failed", detail: FINAL.get(4401), code: 4401, errorCode: error.code });
         return;
       }
       this.#scheduleReconnect();
@@ -88,7 +88,9 @@ export class Inbox {
       if (socket !== this.socket || this.stopped) return;
       this.socket = null;
       if (FINAL.has(close.code)) {
-        this.onStatus({ state: "failed", detail: FINAL.get(close.code), code: close.code });
+        // the server's reason tells an expired key from a refused one (both close with 4401)
+        const errorCode = close.code === 4401 && close.reason.includes("expired") ? "expired_api_key" : null;
+        this.onStatus({ state: "failed", detail: FINAL.get(close.code), code: close.code, errorCode });
         return;
       }
       this.#scheduleReconnect();

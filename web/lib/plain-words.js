@@ -19,6 +19,7 @@ const BY_CODE = {
   request_too_large: "That is too long to send. Shorten it and try again.",
   rate_limit_exceeded: "That was a lot at once. Wait a moment, then try again.",
   invalid_api_key: "Your sign-in is no longer valid. Sign in again.",
+  expired_api_key: "Your sign-in has expired. Sign in again.",
   missing_api_key: "You are not signed in. Sign in again.",
   invalid_sign_in_code: "This sign-in link has expired or was already used. Ask for a new one.",
   thread_not_found: "This conversation is no longer available to you.",

@@ -5,7 +5,8 @@ A code is a random secret handed out once; the store keeps only its hash, with t
 it. Redeeming deletes it (once, on any instance sharing the store) and checks that key again, so a code of a
 revoked key is worth nothing. A ticket lives `TICKET_TTL` seconds and stands for its key; a sign-in code
 lives up to `MAX_SIGN_IN_TTL` and, redeemed, mints a new key of the same actor and rights for the browser
-that followed the link (revocable like any key, and never the key that made the code).
+that followed the link (revocable like any key, never the key that made the code, and refused after
+`AITP_SIGN_IN_KEY_DAYS`).
 """
 
 from __future__ import annotations
@@ -112,4 +113,5 @@ async def sign_in(rt: Runtime, code: str) -> keys.CreatedKey:
         await authenticate_hash(rt.store, record.key_hash, rt.settings.admin_key, rt.state(Gate).principals)
     except Unauthenticated:
         raise refused from None
-    return await keys.create_key(rt.store, record.actor, admin=record.admin, scopes=record.scopes)
+    lifetime = rt.settings.sign_in_key_days * 86_400  # a browser's key: it ends, even if nobody signs out
+    return await keys.create_key(rt.store, record.actor, admin=record.admin, scopes=record.scopes, lifetime=lifetime)

@@ -21,17 +21,22 @@ class CreatedKey:
     secret: str  # shown this once: the store keeps only its hash
 
 
-async def create_key(store: Store, actor: str, *, admin: bool = False, scopes: list[str] | None = None) -> CreatedKey:
-    """Create a key; its secret is returned this once and stored only as a hash."""
+async def create_key(
+    store: Store, actor: str, *, admin: bool = False, scopes: list[str] | None = None, lifetime: float | None = None
+) -> CreatedKey:
+    """Create a key, refused after `lifetime` seconds (None: never); its secret is returned this once and
+    stored only as a hash."""
+    created_at = now()
     secret = generate_key()
     record = KeyRecord(
         id=new_id("key"),
         hash=hash_key(secret),
         actor=actor,
         admin=admin,
-        created_at=now(),
+        created_at=created_at,
         prefix=secret[:9],
         scopes=sorted(set(scopes or [])),
+        expires_at=None if lifetime is None else created_at + int(lifetime),
     )
     await store.keys.create(record)
     return CreatedKey(record, secret)

@@ -1,4 +1,4 @@
-"""A revoked key loses its open streams too, not only its next requests.
+"""A revoked key loses its open streams too, not only its next requests; so does a key that expires.
 
 Revoked through this process's API, a key's streams here end at once. Revoked elsewhere (another instance
 sharing the store, `aitp keys revoke`), they end at this process's next check: every `PRINCIPAL_TTL`
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from aitp.auth import expired
 from aitp.principals import PRINCIPAL_TTL, PrincipalCache
 from aitp.services.connections import StreamSlots
 from aitp.store.base import Store
@@ -20,25 +21,28 @@ from aitp.store.base import Store
 log = logging.getLogger(__name__)
 
 REASON = "the API key was revoked"
+EXPIRED_REASON = "the API key has expired"
 CHECK_BATCH = 500  # keys asked about in one store read
 
 
-def key_revoked(key_id: str, principals: PrincipalCache, slots: StreamSlots | None) -> None:
-    """`key_id` is gone from the store: stop accepting it here, and end the streams it holds here."""
+def key_revoked(key_id: str, principals: PrincipalCache, slots: StreamSlots | None, reason: str = REASON) -> None:
+    """`key_id` is gone from the store (or expired): stop accepting it here, and end the streams it holds here."""
     principals.forget_key(key_id)
     if slots is not None:
-        slots.revoke(key_id, REASON)
+        slots.revoke(key_id, reason)
 
 
 async def check(store: Store, principals: PrincipalCache, slots: StreamSlots) -> None:
-    """End the streams of every key holding some here that the store no longer has."""
+    """End the streams of every key holding some here that the store no longer has, or that has expired."""
     held = slots.stored_keys()
     for start in range(0, len(held), CHECK_BATCH):
         batch = held[start : start + CHECK_BATCH]
-        existing = await store.keys.existing(batch)
+        expiries = await store.keys.expiries(batch)
         for key_id in batch:
-            if key_id not in existing:
+            if key_id not in expiries:
                 key_revoked(key_id, principals, slots)
+            elif expired(expiries[key_id]):
+                key_revoked(key_id, principals, slots, EXPIRED_REASON)
 
 
 async def watch(store: Store, principals: PrincipalCache, slots: StreamSlots, interval: float = PRINCIPAL_TTL) -> None:

@@ -16,6 +16,7 @@ class KeyRecord:
     created_at: int
     prefix: str
     scopes: list[str] = field(default_factory=list)
+    expires_at: int | None = None  # unix seconds after which the key is refused; None: never
 
 
 class KeyStore(abc.ABC):
@@ -36,8 +37,9 @@ class KeyStore(abc.ABC):
         """False if there was no such key."""
 
     @abc.abstractmethod
-    async def existing(self, key_ids: Sequence[str]) -> set[str]:
-        """Which of `key_ids` are keys in the store (the others were revoked): one read."""
+    async def expiries(self, key_ids: Sequence[str]) -> dict[str, int | None]:
+        """The keys among `key_ids` still in the store (the others were revoked), each with its `expires_at`:
+        one read."""
 
     @abc.abstractmethod
     async def has_admin(self) -> bool: ...

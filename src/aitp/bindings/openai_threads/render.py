@@ -151,6 +151,7 @@ def api_key(record: KeyRecord) -> dict[str, Any]:
         "scopes": record.scopes,
         "created_at": record.created_at,
         "prefix": record.prefix,
+        "expires_at": record.expires_at,
     }
 
 

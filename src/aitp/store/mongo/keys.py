@@ -13,7 +13,13 @@ from aitp.store.mongo.engine import MongoEngine
 
 def _key(doc: dict[str, Any]) -> KeyRecord:
     fields = {name: doc[name] for name in ("hash", "actor", "created_at", "prefix")}
-    return KeyRecord(id=doc["_id"], admin=bool(doc["admin"]), scopes=list(doc.get("scopes") or []), **fields)
+    return KeyRecord(
+        id=doc["_id"],
+        admin=bool(doc["admin"]),
+        scopes=list(doc.get("scopes") or []),
+        expires_at=doc.get("expires_at"),  # absent from keys written before keys could expire
+        **fields,
+    )
 
 
 class MongoKeys(KeyStore):
@@ -34,6 +40,7 @@ class MongoKeys(KeyStore):
                 "scopes": key.scopes,
                 "created_at": key.created_at,
                 "prefix": key.prefix,
+                "expires_at": key.expires_at,
             }
         )
 
@@ -47,8 +54,9 @@ class MongoKeys(KeyStore):
     async def delete(self, key_id: str) -> bool:
         return (await self._keys.delete_one({"_id": key_id})).deleted_count > 0
 
-    async def existing(self, key_ids: Sequence[str]) -> set[str]:
-        return {doc["_id"] async for doc in self._keys.find({"_id": {"$in": list(key_ids)}}, {"_id": 1})}
+    async def expiries(self, key_ids: Sequence[str]) -> dict[str, int | None]:
+        found = self._keys.find({"_id": {"$in": list(key_ids)}}, {"_id": 1, "expires_at": 1})
+        return {doc["_id"]: doc.get("expires_at") async for doc in found}
 
     async def has_admin(self) -> bool:
         return await self._keys.find_one({"admin": True}) is not None

@@ -23,9 +23,18 @@ class SQLiteKeys(KeyStore):
     async def create(self, key: KeyRecord) -> None:
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "INSERT INTO api_keys (id, hash, actor, admin, scopes, created_at, prefix)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key.id, key.hash, key.actor, int(key.admin), dumps(key.scopes), key.created_at, key.prefix),
+                "INSERT INTO api_keys (id, hash, actor, admin, scopes, created_at, prefix, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.id,
+                    key.hash,
+                    key.actor,
+                    int(key.admin),
+                    dumps(key.scopes),
+                    key.created_at,
+                    key.prefix,
+                    key.expires_at,
+                ),
             )
 
         await self._engine.write(op)
@@ -47,13 +56,14 @@ class SQLiteKeys(KeyStore):
             lambda conn: conn.execute("DELETE FROM api_keys WHERE id = ?", (key_id,)).rowcount > 0
         )
 
-    async def existing(self, key_ids: Sequence[str]) -> set[str]:
-        def op(conn: sqlite3.Connection) -> set[str]:
-            found: set[str] = set()
+    async def expiries(self, key_ids: Sequence[str]) -> dict[str, int | None]:
+        def op(conn: sqlite3.Connection) -> dict[str, int | None]:
+            found: dict[str, int | None] = {}
             for start in range(0, len(key_ids), MAX_PARAMS):
                 chunk = list(key_ids[start : start + MAX_PARAMS])
                 marks = ",".join("?" * len(chunk))
-                found.update(row[0] for row in conn.execute(f"SELECT id FROM api_keys WHERE id IN ({marks})", chunk))
+                rows = conn.execute(f"SELECT id, expires_at FROM api_keys WHERE id IN ({marks})", chunk)
+                found.update((row[0], row[1]) for row in rows)
             return found
 
         return await self._engine.run(op)

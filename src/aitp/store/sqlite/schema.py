@@ -84,7 +84,8 @@ CREATE TABLE IF NOT EXISTS api_keys (
     admin INTEGER NOT NULL,
     scopes TEXT NOT NULL,
     created_at INTEGER NOT NULL,
-    prefix TEXT NOT NULL
+    prefix TEXT NOT NULL,
+    expires_at INTEGER
 );
 CREATE TABLE IF NOT EXISTS capability_versions (
     position INTEGER PRIMARY KEY AUTOINCREMENT,

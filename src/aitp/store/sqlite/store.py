@@ -67,6 +67,18 @@ def _audience_to_memberships(conn: sqlite3.Connection) -> None:
                 conn.execute(statement)
 
 
+def _key_expiry_column(conn: sqlite3.Connection) -> None:
+    """Once, on a store written before keys could expire: its keys never do (NULL)."""
+    columns = {row["name"] for row in conn.execute("PRAGMA table_info(api_keys)")}
+    if "expires_at" not in columns:
+        conn.execute("ALTER TABLE api_keys ADD COLUMN expires_at INTEGER")
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    _audience_to_memberships(conn)
+    _key_expiry_column(conn)
+
+
 class SQLiteStore(Store):
     """The store on one SQLite file: transaction bodies and reads as operations of its engine."""
 
@@ -108,7 +120,7 @@ class SQLiteStore(Store):
 
     async def open(self) -> None:
         await self.engine.open(SCHEMA + WEBHOOK_TABLES)
-        await self.engine.write(_audience_to_memberships, may_wait=True)  # unbounded, once: off the loop
+        await self.engine.write(_upgrade, may_wait=True)  # unbounded, once: off the loop
 
     async def close(self) -> None:
         await self.engine.close()

@@ -26,6 +26,7 @@ class ApiKey(BaseModel):
     scopes: list[str]
     created_at: int
     prefix: str
+    expires_at: int | None = None  # unix seconds from which the key is refused (null: never)
 
 
 class CreatedApiKey(ApiKey):

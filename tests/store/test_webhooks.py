@@ -12,7 +12,7 @@ import asyncio
 from dataclasses import replace
 
 from aitp.store import Store
-from aitp.store.webhooks import DeliveryRecord, EndpointRecord, WebhookSecret, delivery_id
+from aitp.store.webhooks import Claim, DeliveryRecord, EndpointRecord, WebhookSecret, delivery_id
 
 NOW = 1_000_000.0
 LEASE = 30.0
@@ -105,6 +105,25 @@ async def test_a_claim_takes_the_oldest_pending_delivery_of_each_thread_only(sto
     # then gid 2's lease runs out (its holder never finished) and gid 3 is due again
     later = await store.webhooks.claim("wh_1", "three", NOW + 61, NOW + 61 + LEASE, limit=10)
     assert [(d.gid, d.attempts) for d in later] == [(2, 2), (3, 2)]
+
+
+async def test_deriving_with_a_claim_leases_only_what_a_claim_would_and_never_twice(store: Store) -> None:
+    await store.webhooks.create(endpoint())
+    fresh = [delivery(1, "a"), delivery(2, "a"), delivery(3, "b")]
+    moved, claimed = await store.webhooks.advance_and_claim("wh_1", 0, 3, fresh, Claim("one", NOW, NOW + LEASE, 10))
+    assert moved and (await store.webhooks.get("wh_1")).cursor == 3  # type: ignore[union-attr]
+    # what deriving did not claim (a backend may leave it all to the worker), a claim takes: each thread's head
+    rest = await store.webhooks.claim("wh_1", "one", NOW, NOW + LEASE, limit=10)
+    assert sorted((d.gid, d.attempts, d.lease_owner) for d in claimed + rest) == [(1, 1, "one"), (3, 1, "one")]
+    # another instance that derived the same events: nothing doubled, its cursor move refused, nothing claimed
+    again = await store.webhooks.advance_and_claim("wh_1", 0, 3, fresh, Claim("two", NOW, NOW + LEASE, 10))
+    assert again == (False, [])
+    assert [d.gid for d in await store.webhooks.deliveries("wh_1", limit=10)] == [3, 2, 1]
+    # no slot free: nothing claimed
+    _, none = await store.webhooks.advance_and_claim(
+        "wh_1", 3, 4, [delivery(4, "c")], Claim("one", NOW, NOW + LEASE, 0)
+    )
+    assert none == []
 
 
 async def test_a_lease_that_ran_out_is_taken_over_and_its_old_holder_records_nothing(store: Store) -> None:

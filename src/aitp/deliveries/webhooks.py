@@ -6,6 +6,9 @@
   is queued at write time, and two instances deriving the same events insert them once.
 - Delivering: one worker per endpoint leases due deliveries, each the oldest pending one of its thread (so a
   thread's events reach the endpoint in order), at most `IN_FLIGHT` at a time, and records each outcome.
+  Deriving leases the due ones in the same write where the store can (SQLite: one transaction), so a new
+  event is attempted without waiting for the worker to wake and claim (two more loop turns and a commit,
+  each long under ingest load).
   Workers never wait for each other: one slow endpoint delays no other. A lease outlives an attempt (the
   timeout), so no two instances make one attempt; an instance that dies leaves leases that run out, and
   whichever instance claims next makes the attempt again (at least once).
@@ -17,9 +20,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import httpx
@@ -30,7 +35,7 @@ from aitp.ids import new_id
 from aitp.runtime import Runtime
 from aitp.services import inbox, notices, webhooks
 from aitp.store.base import EventRecord
-from aitp.store.webhooks import DeliveryRecord, EndpointRecord, delivery_id
+from aitp.store.webhooks import Claim, DeliveryRecord, EndpointRecord, delivery_id
 from aitp.tasks import cancel
 
 log = logging.getLogger(__name__)
@@ -44,6 +49,37 @@ POLL = 1.0  # seconds between looks at the store for what other instances change
 class _Worker:
     task: asyncio.Task[None]
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    in_flight: set[asyncio.Task[None]] = field(default_factory=set)  # its attempts under way
+    claiming: int = 0  # slots held by claims under way
+    # deliveries may be waiting for a slot or for an attempt under way (their thread's head, or a retry): each
+    # attempt's end makes the worker look; else only what derives deliveries (or POLL) does
+    backlog: bool = False
+    marked: int = 0  # times the backlog was marked: the worker clears it only if none came during its look
+
+    def mark(self) -> None:
+        self.backlog = True
+        self.marked += 1
+
+    @property
+    def tasks(self) -> list[asyncio.Task[None]]:
+        return [self.task, *self.in_flight]
+
+    def ended(self, attempt: asyncio.Task[None]) -> None:
+        """An attempt ended: a slot is free, and the thread's next delivery (or this one's retry) may be due."""
+        self.in_flight.discard(attempt)
+        if self.backlog:
+            self.wake.set()
+
+    @contextlib.contextmanager
+    def slots(self, wanted: int = IN_FLIGHT) -> Iterator[int]:
+        """How many attempts (at most `wanted`) a claim may start, held while it runs (the pump's and the
+        worker's may overlap)."""
+        free = max(min(IN_FLIGHT - len(self.in_flight) - self.claiming, wanted), 0)
+        self.claiming += free
+        try:
+            yield free
+        finally:
+            self.claiming -= free
 
 
 class WebhookDeliveries:
@@ -75,7 +111,7 @@ class WebhookDeliveries:
             self._pump = asyncio.create_task(self._follow(), name="aitp-webhook-deliveries")
 
     async def stop(self) -> None:
-        await cancel([*(w.task for w in self._workers.values()), self._pump])
+        await cancel([*(t for w in self._workers.values() for t in w.tasks), self._pump])
         self._workers.clear()
         self._pump = None
         if self._client is not None:
@@ -108,10 +144,13 @@ class WebhookDeliveries:
                 self._wake(endpoint.id)
         followed = {e.id for e in endpoints}
         for gone in [eid for eid in self._workers if eid not in followed]:
-            self._workers.pop(gone).task.cancel()  # disabled or deleted: its attempt under way ends too
+            for task in self._workers.pop(gone).tasks:  # disabled or deleted: its attempts under way end too
+                task.cancel()
 
     async def _derive(self, endpoint: EndpointRecord) -> bool:
-        """Turn the endpoint's new inbox events into deliveries; whether there were any."""
+        """Turn the endpoint's new inbox events into deliveries; whether the worker should look at them. Where
+        the store claims in the same write (SQLite), the due ones are attempted at once: no wake-up of the
+        worker and second write between a commit and its delivery (the end of each attempt wakes it)."""
         store, cursor, found = self.rt.store, endpoint.cursor, False
         while True:
             events = await inbox.read(store, endpoint.actor, cursor, BATCH)
@@ -119,9 +158,17 @@ class WebhookDeliveries:
                 return found
             made = [self._delivery(endpoint, e) for e in events if _wanted(endpoint, e)]
             to = inbox.cursor_of(events[-1])
-            if not await store.webhooks.advance(endpoint.id, cursor, to, made):
+            worker, at = self._worker(endpoint.id), time.time()
+            with worker.slots(len(made)) as free:
+                claim = Claim(self.owner, at, at + self.lease, free)
+                moved, claimed = await store.webhooks.advance_and_claim(endpoint.id, cursor, to, made, claim)
+                self._start(worker, endpoint, claimed)
+            left = bool({d.id for d in made} - {d.id for d in claimed})  # for the worker, when it may go
+            if left:
+                worker.mark()
+            if not moved:
                 return True  # another instance moved the cursor first (what it derived is the same)
-            found, cursor = found or bool(made), to
+            found, cursor = found or left, to
 
     def _delivery(self, endpoint: EndpointRecord, event: EventRecord) -> DeliveryRecord:
         at = time.time()
@@ -138,46 +185,57 @@ class WebhookDeliveries:
 
     # ---------------------------------------------------------------- delivering
 
-    def _wake(self, endpoint_id: str) -> None:
+    def _worker(self, endpoint_id: str) -> _Worker:
         worker = self._workers.get(endpoint_id)
         if worker is None:
             task = asyncio.create_task(self._work(endpoint_id), name=f"aitp-webhook-{endpoint_id}")
             worker = self._workers[endpoint_id] = _Worker(task)
-        worker.wake.set()
+        return worker
+
+    def _wake(self, endpoint_id: str) -> None:
+        self._worker(endpoint_id).wake.set()
+
+    def _start(self, worker: _Worker, endpoint: EndpointRecord, claimed: list[DeliveryRecord]) -> None:
+        """Attempt the claimed deliveries, each in a task of the worker's (cancelled with it)."""
+        for delivery in claimed:
+            task = asyncio.create_task(self._attempt(endpoint, delivery))
+            worker.in_flight.add(task)
+            task.add_done_callback(worker.ended)
 
     async def _work(self, endpoint_id: str) -> None:
-        in_flight: set[asyncio.Task[None]] = set()
+        worker = self._workers[endpoint_id]
         try:
-            await self._work_on(endpoint_id, in_flight)
+            await self._work_on(endpoint_id, worker)
         finally:  # stopped, or the endpoint disabled or deleted: an attempt cut short is made again later
-            for task in in_flight:
+            for task in list(worker.in_flight):
                 task.cancel()
 
-    async def _work_on(self, endpoint_id: str, in_flight: set[asyncio.Task[None]]) -> None:
+    async def _work_on(self, endpoint_id: str, worker: _Worker) -> None:
         store = self.rt.store.webhooks
         while True:
-            worker = self._workers[endpoint_id]
             worker.wake.clear()
+            marked = worker.marked
             try:
                 at = time.time()
-                free = IN_FLIGHT - len(in_flight)
-                claimed = await store.claim(endpoint_id, self.owner, at, at + self.lease, free) if free else []
-                if claimed:
-                    endpoint = await store.get(endpoint_id)
-                    if endpoint is None:
-                        return  # deleted: its deliveries went with it
-                    for delivery in claimed:
-                        in_flight.add(asyncio.create_task(self._attempt(endpoint, delivery)))
-                    continue
+                with worker.slots() as free:
+                    claimed = await store.claim(endpoint_id, self.owner, at, at + self.lease, free) if free else []
+                    if not free or len(claimed) == free:
+                        worker.mark()  # there may be more
+                    if claimed:
+                        endpoint = await store.get(endpoint_id)
+                        if endpoint is None:
+                            return  # deleted: its deliveries went with it
+                        self._start(worker, endpoint, claimed)
+                        continue
                 due = await store.next_due(endpoint_id) if free else None
+                if free and due is None and worker.marked == marked:
+                    worker.backlog = False  # nothing pending, nothing under way
             except Exception:
                 log.exception("webhooks: claiming deliveries of %s failed; retrying in 1s", endpoint_id)
                 due = time.time() + 1.0
             pause = POLL if due is None else min(max(due - time.time(), 0.0), POLL)
-            woken = asyncio.ensure_future(worker.wake.wait())
-            done, _ = await asyncio.wait({*in_flight, woken}, timeout=pause, return_when=asyncio.FIRST_COMPLETED)
-            woken.cancel()
-            in_flight -= done
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(worker.wake.wait(), pause)
 
     async def _attempt(self, endpoint: EndpointRecord, delivery: DeliveryRecord) -> None:
         settings = self.rt.settings
@@ -199,6 +257,9 @@ class WebhookDeliveries:
             else:
                 wait = backoff(delivery.attempts, settings.webhook_retry_base, answer.retry_after)
                 delivery.next_attempt_at = min(at + wait, deadline)
+                worker = self._workers.get(endpoint.id)
+                if worker is not None:
+                    worker.mark()  # its worker looks when this attempt ends, and waits for the retry
         try:
             if not await self.rt.store.webhooks.finish(delivery, self.owner):
                 self.counters["lost_leases"] += 1

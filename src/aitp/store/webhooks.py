@@ -66,6 +66,16 @@ def delivery_id(endpoint_id: str, gid: int) -> str:
     return f"whd_{endpoint_id.removeprefix('wh_')}_{gid:012d}"
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A claim's terms (see `WebhookStore.claim`): for whom, at what time, until when, how many at most."""
+
+    owner: str
+    now: float
+    lease_until: float
+    limit: int
+
+
 class WebhookStore(abc.ABC):
     # endpoints
 
@@ -111,6 +121,14 @@ class WebhookStore(abc.ABC):
         """Lease at most `limit` deliveries of the endpoint that are due at `now` and unleased (or whose lease
         ran out), each the oldest pending one of its thread, to `owner` until `lease_until`, counting the
         attempt. Atomic: two claims never both get one delivery."""
+
+    async def advance_and_claim(
+        self, endpoint_id: str, after: int, to: int, deliveries: list[DeliveryRecord], claim: Claim
+    ) -> tuple[bool, list[DeliveryRecord]]:
+        """`advance`, and `claim` in the same write where a backend makes that one commit (SQLite: a new
+        delivery is then attempted without a second write in between). Here: `advance` alone, claiming
+        nothing (the endpoint's worker claims, concurrently with other endpoints' derivation)."""
+        return await self.advance(endpoint_id, after, to, deliveries), []
 
     @abc.abstractmethod
     async def finish(self, delivery: DeliveryRecord, owner: str) -> bool:

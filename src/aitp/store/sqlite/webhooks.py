@@ -8,7 +8,7 @@ from typing import Any
 
 from aitp.store.sqlite.engine import SQLiteEngine
 from aitp.store.sqlite.schema import dumps, loads
-from aitp.store.webhooks import DeliveryRecord, EndpointRecord, WebhookSecret, WebhookStore
+from aitp.store.webhooks import Claim, DeliveryRecord, EndpointRecord, WebhookSecret, WebhookStore
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS webhook_endpoints (
@@ -68,6 +68,35 @@ def _endpoint(row: sqlite3.Row) -> EndpointRecord:
 
 def _delivery(row: sqlite3.Row) -> DeliveryRecord:
     return DeliveryRecord(**dict(row))
+
+
+_INSERT = (
+    f"INSERT OR IGNORE INTO webhook_deliveries ({', '.join(_DELIVERY_COLUMNS)})"
+    f" VALUES ({', '.join('?' * len(_DELIVERY_COLUMNS))})"
+)
+
+
+def _advance(conn: sqlite3.Connection, endpoint_id: str, after: int, to: int, deliveries: list[DeliveryRecord]) -> bool:
+    conn.executemany(_INSERT, [tuple(getattr(d, name) for name in _DELIVERY_COLUMNS) for d in deliveries])
+    moved = conn.execute(
+        "UPDATE webhook_endpoints SET cursor = ? WHERE id = ? AND cursor = ?", (to, endpoint_id, after)
+    )
+    return moved.rowcount > 0
+
+
+def _claim(
+    conn: sqlite3.Connection, endpoint_id: str, owner: str, now: float, lease_until: float, limit: int
+) -> list[DeliveryRecord]:
+    ids = [row[0] for row in conn.execute(f"{_DUE_HEADS} ORDER BY d.gid LIMIT ?", (endpoint_id, now, now, limit))]
+    claimed = []
+    for found in ids:  # in the same write transaction as the read: no other claim sees them free
+        row = conn.execute(
+            "UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?, attempts = attempts + 1"
+            " WHERE id = ? RETURNING *",
+            (owner, lease_until, found),
+        ).fetchone()
+        claimed.append(_delivery(row))
+    return claimed
 
 
 class SQLiteWebhooks(WebhookStore):
@@ -143,37 +172,21 @@ class SQLiteWebhooks(WebhookStore):
         return await self._engine.write(op, may_wait=True)
 
     async def advance(self, endpoint_id: str, after: int, to: int, deliveries: list[DeliveryRecord]) -> bool:
-        columns = ", ".join(_DELIVERY_COLUMNS)
-        insert = (
-            f"INSERT OR IGNORE INTO webhook_deliveries ({columns}) VALUES ({', '.join('?' * len(_DELIVERY_COLUMNS))})"
-        )
-        rows = [tuple(getattr(d, name) for name in _DELIVERY_COLUMNS) for d in deliveries]
-
-        def op(conn: sqlite3.Connection) -> bool:
-            conn.executemany(insert, rows)
-            moved = conn.execute(
-                "UPDATE webhook_endpoints SET cursor = ? WHERE id = ? AND cursor = ?", (to, endpoint_id, after)
-            )
-            return moved.rowcount > 0
-
-        return await self._engine.write_shared(op)
+        return await self._engine.write_shared(lambda conn: _advance(conn, endpoint_id, after, to, deliveries))
 
     async def claim(
         self, endpoint_id: str, owner: str, now: float, lease_until: float, limit: int
     ) -> list[DeliveryRecord]:
-        def op(conn: sqlite3.Connection) -> list[DeliveryRecord]:
-            ids = [
-                row[0] for row in conn.execute(f"{_DUE_HEADS} ORDER BY d.gid LIMIT ?", (endpoint_id, now, now, limit))
-            ]
-            claimed = []
-            for found in ids:  # in the same write transaction as the read: no other claim sees them free
-                row = conn.execute(
-                    "UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?, attempts = attempts + 1"
-                    " WHERE id = ? RETURNING *",
-                    (owner, lease_until, found),
-                ).fetchone()
-                claimed.append(_delivery(row))
-            return claimed
+        return await self._engine.write_shared(lambda conn: _claim(conn, endpoint_id, owner, now, lease_until, limit))
+
+    async def advance_and_claim(
+        self, endpoint_id: str, after: int, to: int, deliveries: list[DeliveryRecord], claim: Claim
+    ) -> tuple[bool, list[DeliveryRecord]]:
+        def op(conn: sqlite3.Connection) -> tuple[bool, list[DeliveryRecord]]:
+            moved = _advance(conn, endpoint_id, after, to, deliveries)
+            if not claim.limit:
+                return moved, []
+            return moved, _claim(conn, endpoint_id, claim.owner, claim.now, claim.lease_until, claim.limit)
 
         return await self._engine.write_shared(op)
 

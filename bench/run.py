@@ -320,9 +320,11 @@ def a2a_rows(r: dict[str, Any]) -> list[Row]:
     aitp, reference, ratio = r["servers"]["aitp"], r["servers"]["reference"], r["ratio"]
     return [
         (
-            "A2A SendMessage through the binding (agent answers at once)",
+            "A2A SendMessage through the binding (agent process answers at once on its inbox WebSocket)",
             f"{aitp['rps']:.0f} req/s",
-            f"a2a-sdk reference server {reference['rps']:.0f} req/s: x{ratio['value']:.2f}",
+            f"a2a-sdk reference server {reference['rps']:.0f} req/s: x{ratio['value']:.2f}; server CPU"
+            f" {aitp['server_cpu_us_per_request']:.0f} µs/request (+ agent {aitp['agent_cpu_us_per_request']:.0f})"
+            f" vs {reference['server_cpu_us_per_request']:.0f}",
             verdict(ratio["met"], ">= 2x"),
         )
     ]

@@ -36,6 +36,9 @@ def unique(actor: str) -> str:
 def open_ui(page: Page, web_server: WebServer, key: str, thread: str | None = None) -> None:
     page.goto(web_server.url(key, thread))
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    if thread is not None:
+        # opened: the UI then moves focus to the thread's heading, which would take keys typed before
+        expect(page.locator("#thread-title")).to_be_focused()
 
 
 def messages_of(agent: httpx.Client, thread_id: str) -> list[dict]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -89,7 +90,9 @@ def _answer(payload: dict[str, Any]) -> Response:
     return Response(orjson.dumps(payload), media_type="application/json")
 
 
-async def serve(request: Request, handler: AitpRequestHandler, build: Any) -> Response | None:
+async def serve(
+    request: Request, handler: AitpRequestHandler, build: Callable[[Request], ServerCallContext]
+) -> Response | None:
     """The answer to a SendMessage this path serves, or None to hand the request to the dispatcher.
     `build` makes the call context (`routes.Context().build`)."""
     if not _version_one(request.headers.get(VERSION_HEADER, "0.3")):
@@ -107,7 +110,7 @@ async def serve(request: Request, handler: AitpRequestHandler, build: Any) -> Re
         )
     except Exception:  # noqa: BLE001 - the dispatcher answers the same parse error as the SDK does
         return None
-    context: ServerCallContext = build(request)
+    context = build(request)
     context.tenant = params.tenant
     context.state["method"] = METHOD
     context.state["request_id"] = request_id

@@ -156,9 +156,11 @@ class Session {
     session.writeFragment(id);
     this.list.setOpen(id);
     showScreen("conversation");
+    const focused = document.activeElement;
     try {
       await this.view.open(id);
-      if (focus) focusHeading(elements.title);
+      // to the heading, unless the user went somewhere meanwhile (typing into the composer on a slow network)
+      if (focus && document.activeElement === focused) focusHeading(elements.title);
     } catch (error) {
       this.view.close();
       this.list.setOpen(null);

@@ -252,6 +252,28 @@ def test_shift_enter_starts_a_new_line_and_enter_sends(page: Page, web_server: W
     assert texts_of(agent, thread["id"]) == [(alice, "first line\nsecond line")]
 
 
+def test_typing_while_a_thread_loads_keeps_the_focus_and_the_text(page: Page, web_server: WebServer) -> None:
+    alice, shop = unique("alice"), unique("shop")
+    thread = create_thread(web_server.agent(shop), actors=[{"id": alice}], messages=["Which size?"])
+    open_ui(page, web_server, web_server.key_for(alice))
+    held: list = []
+    slow = f"**/v1/threads/{thread['id']}/capabilities"  # one of the reads that opening the thread waits for
+    page.route(slow, lambda route: held.append(route))  # a slow network
+
+    page.get_by_role("link", name=re.compile("Which size")).click()
+    composer = page.get_by_label("Message", exact=True)
+    composer.click()
+    composer.type("Size 42")
+    assert held, "the thread was opened before the text was typed"
+    for route in held:
+        route.continue_()
+    page.unroute(slow)
+
+    expect(message_article(page, "Which size?")).to_be_visible()
+    expect(composer).to_be_focused()
+    expect(composer).to_have_value("Size 42")
+
+
 def test_a_refused_message_shows_the_servers_error(page: Page, web_server: WebServer) -> None:
     _, agent, thread = a_thread_of_my_own(page, web_server)
 

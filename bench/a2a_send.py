@@ -2,9 +2,10 @@
 both under wrk in the same run, rounds interleaved so that load from other processes hits both alike.
 
 - aitp: `aitp serve` (SQLite, durable) with an actor served over A2A (`/a2a/shop`) and an AITP agent
-  process answering every text message at once from its inbox stream (`--agent`). A SendMessage posts
-  the caller's message into the thread, waits for the agent's reply to arrive in the thread's event log
-  and answers the completed task: two durable writes and a round trip through the agent per request.
+  process answering every text message at once on its inbox WebSocket (`--agent`). A SendMessage opens a
+  thread and posts the caller's message into it, waits for the agent's reply to arrive in the thread's
+  event log and answers the completed task: three durable writes (thread, message, reply) and a round trip
+  through the agent per request.
 - reference: the SDK's `DefaultRequestHandler` with its `InMemoryTaskStore` and an `AgentExecutor` that
   completes the task with its answer at once, behind the SDK's own JSON-RPC routes (`--reference`), served
   with `aitp serve`'s uvicorn options (`aitp.cli.uvicorn_options`). Nothing is persisted.

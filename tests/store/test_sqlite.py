@@ -202,6 +202,45 @@ async def test_an_append_that_fails_in_a_shared_commit_leaves_the_others(store: 
     assert [e.seq for e in events] == [1, 2, 3, 4, 5, 6]  # nothing of the refused one, no gap
 
 
+async def test_threads_created_together_share_one_commit_and_a_refused_one_leaves_the_others(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    thread_id = await new_thread(store)
+    transactions = []
+    write = store.engine.write
+
+    async def counted(op: Any, **options: Any) -> Any:
+        transactions.append(op)
+        return await write(op, **options)
+
+    monkeypatch.setattr(store.engine, "write", counted)
+    threads = [thread_rec() for _ in range(4)]
+    first = [message_rec(thread.id, "first") for thread in threads]
+    refs = [[ref_rec(t.id, "decision", "r1", m)] for t, m in zip(threads, first, strict=True)]
+    refs[1] = refs[1] * 2  # the second thread names its ref twice
+    outcomes = await asyncio.gather(
+        store.append_message(message_rec(thread_id, "beside"), ev("thread.message.created")),
+        *(
+            store.create_thread(
+                t, [actor_rec(t.id, "alice")], ev("thread.created"), [(m, ev("thread.message.created"))], r
+            )
+            for t, m, r in zip(threads, first, refs, strict=True)
+        ),
+        return_exceptions=True,
+    )
+    assert len(transactions) == 1  # the append and the four creations: one commit
+    assert isinstance(outcomes[2], DuplicateRef)  # the second thread repeats its ref: refused, alone
+    assert await store.get_thread(threads[1].id) is None
+    assert await store.list_events(threads[1].id, after=0, limit=10) == []
+    for thread in (threads[0], threads[2], threads[3]):
+        assert [m.content[0]["text"]["value"] for m in await store.list_messages(thread.id, limit=5, order="asc")] == [
+            "first"
+        ]
+    assert [m.content[0]["text"]["value"] for m in await store.list_messages(thread_id, limit=5, order="asc")] == [
+        "beside"
+    ]
+
+
 async def test_a_shared_commit_waits_on_the_thread_for_another_process_lock(store: SQLiteStore) -> None:
     thread_id = await new_thread(store)
     with write_lock_held_elsewhere(store.path):

@@ -149,7 +149,8 @@ class Store(abc.ABC):
             thread.last_seq = events[-1].seq
             return events
 
-        return await self._commit(thread.id, body)
+        # bounded (limits on actors and first messages): it may share a commit with appends and other creations
+        return await self._commit(thread.id, body, shared=True)
 
     async def update_thread(
         self, thread_id: str, changes: dict[str, Any], render: ThreadEventRenderer

@@ -21,9 +21,9 @@ it back from an event loop busy serving requests, so a 50 µs write took ~450 µ
 the store thread, 90% busy while using a third of a core, bounded ingest at ~1,000 requests/s. On the
 loop the same POST costs half the CPU (bench/ingest.py, README "Performance").
 
-Message appends that arrive in the same event-loop turn share one transaction (group commit), each in
-its own savepoint: the pages they all touch are written to the WAL once per batch (server CPU per text
-POST ~550 -> ~400 µs under 32 concurrent clients).
+Message appends and thread creations that arrive in the same event-loop turn share one transaction (group
+commit), each in its own savepoint: the pages they all touch are written to the WAL once per batch (server
+CPU per text POST ~550 -> ~400 µs under 32 concurrent clients).
 
 Writes use `BEGIN IMMEDIATE` so that several processes sharing the file allocate sequence numbers safely.
 """

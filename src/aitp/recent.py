@@ -47,6 +47,13 @@ class Recent(Generic[K, V]):
                 self._entries.popitem(last=False)
         return loaded
 
+    def peek(self, key: K) -> V | None:
+        """The value of `key` if one is remembered (and not expired), without loading it."""
+        entry = self._entries.get(key)
+        if entry is None or time.monotonic() >= entry[1]:
+            return None
+        return entry[0]
+
     def forget(self, key: K) -> None:
         """Drop `key`'s value: its next `get` loads it again."""
         self._generation += 1

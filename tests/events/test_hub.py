@@ -73,3 +73,32 @@ async def test_a_replay_reads_the_store_a_page_at_a_time_and_keeps_none_of_it(
                 break
     assert seen == list(range(1, last + 1))
     assert limits == [PAGE] * 4
+
+
+async def test_a_message_wakes_the_inboxes_of_the_threads_members_only(store: Store) -> None:
+    """Each woken inbox stream reads the store: a message must not cost a read per connected actor."""
+    hub = Hub(store)
+    thread, _, _ = await make_thread(store, ("alice", "shop"))
+    with hub.follow_inbox("alice") as alice, hub.follow_inbox("carol") as carol:
+        hub.members_of = lambda thread_id: ["alice", "shop"] if thread_id == thread.id else None
+        alice_woken, carol_woken = alice.waiter(), carol.waiter()
+        await post(store, thread.id)
+        await asyncio.wait_for(alice_woken.wait(), 5)
+        assert not carol_woken.is_set()
+
+        hub.members_of = lambda thread_id: None  # members not known here: every inbox looks
+        await post(store, thread.id)
+        await asyncio.wait_for(carol_woken.wait(), 5)
+
+        hub.members_of = lambda thread_id: ["alice", "shop"]
+        carol_woken = carol.waiter()
+        hub.notify(thread.id, thread_changed=True)  # actors may have changed (a join, another process's write)
+        await asyncio.wait_for(carol_woken.wait(), 5)
+
+
+async def test_an_inbox_signal_lives_while_a_stream_follows_it(store: Store) -> None:
+    hub = Hub(store)
+    with hub.follow_inbox("alice") as first, hub.follow_inbox("alice") as second:
+        assert first is second
+    with hub.follow_inbox("alice") as third:
+        assert third is not first  # the last follower left: it was dropped

@@ -47,7 +47,12 @@ def thread_views(rt: Runtime) -> Recent[str, ThreadView]:
     its record or actors may have changed."""
     views: Recent[str, ThreadView] = Recent(VIEW_TTL, MAX_VIEWS)
     rt.hub.add_listener(views.forget)
+    rt.hub.members_of = lambda thread_id: _member_ids(views.peek(thread_id))  # whose inboxes a message wakes
     return views
+
+
+def _member_ids(view: ThreadView | None) -> list[str] | None:
+    return None if view is None else [actor.id for actor in view.actors]
 
 
 async def readable_thread(rt: Runtime, principal: Principal, thread_id: str, *, recent: bool = False) -> ThreadView:

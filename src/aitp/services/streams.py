@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, asynccontextmanager
 
@@ -53,17 +54,20 @@ async def thread_stream(
 async def inbox_stream(rt: Runtime, principal: Principal, after: int, render: Render) -> AsyncIterator[EventStream]:
     """Events of every thread the caller is in (from joining to leaving), resumable from `cursor`, as the
     caller's binding renders them. An admin key follows every thread."""
-    stream = EventStream(
-        _inbox_reader(rt, principal),
-        rt.hub.any_event.waiter,
-        render,
-        cursor=after,
-        buffer=rt.settings.stream_buffer,
-        keepalive=rt.settings.keepalive_seconds,
-    )
+    # woken by the events of the caller's threads only (the admin's: every event), see `Hub.notify`
+    wakes = contextlib.nullcontext(rt.hub.any_event) if principal.admin else rt.hub.follow_inbox(principal.actor)
     try:
-        with _slot(rt, principal, stream):
-            yield stream
+        with wakes as signal:
+            stream = EventStream(
+                _inbox_reader(rt, principal),
+                signal.waiter,
+                render,
+                cursor=after,
+                buffer=rt.settings.stream_buffer,
+                keepalive=rt.settings.keepalive_seconds,
+            )
+            with _slot(rt, principal, stream):
+                yield stream
     finally:
         memory.release_soon()
 

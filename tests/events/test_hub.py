@@ -9,9 +9,10 @@ import pytest
 from aitp.bindings.openai_threads import render
 from aitp.events.hub import Hub
 from aitp.events.stream import PAGE, EventStream, Frame
-from aitp.store import Store
+from aitp.store import Store, open_store
 from aitp.store.base import EventRecord
-from tests.store.test_contract import make_thread, post
+from tests.conftest import Backend
+from tests.store.test_contract import Renderer, actor_rec, make_thread, post
 
 
 async def test_followers_reading_at_once_all_get_the_new_events(store: Store) -> None:
@@ -102,3 +103,28 @@ async def test_an_inbox_signal_lives_while_a_stream_follows_it(store: Store) -> 
         assert first is second
     with hub.follow_inbox("alice") as third:
         assert third is not first  # the last follower left: it was dropped
+
+
+async def test_another_processs_message_wakes_the_members_inboxes_and_its_join_every_inbox(
+    store: Store, backend: Backend
+) -> None:
+    """Through the tailer: a message event leaves the actors as they were, a join may not."""
+    hub = Hub(store, poll_interval=0.02)
+    thread, _, _ = await make_thread(store, ("alice", "shop"))
+    hub.members_of = lambda thread_id: ["alice", "shop"] if thread_id == thread.id else None
+    elsewhere = open_store(backend.url)  # another process sharing the store
+    await elsewhere.open()
+    await hub.start()
+    try:
+        with hub.follow_inbox("alice") as alice, hub.follow_inbox("carol") as carol:
+            alice_woken, carol_woken = alice.waiter(), carol.waiter()
+            await post(elsewhere, thread.id)
+            await asyncio.wait_for(alice_woken.wait(), 10)
+            await asyncio.sleep(0.2)  # the tailer has polled again since
+            assert not carol_woken.is_set()
+
+            await elsewhere.put_actor(actor_rec(thread.id, "carol"), Renderer("thread.actor.joined"))
+            await asyncio.wait_for(carol_woken.wait(), 10)
+    finally:
+        await hub.stop()
+        await elsewhere.close()

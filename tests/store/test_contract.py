@@ -1004,15 +1004,19 @@ async def test_every_event_gets_a_store_wide_gid_in_commit_order(store: Store) -
 
 
 async def test_threads_written_since_names_the_threads_of_the_next_events_and_the_last_gid(store: Store) -> None:
-    # what the tailer polls to wake other processes' followers: the threads, not the events' data
+    # what the tailer polls to wake other processes' followers: the threads, each with whether its events may
+    # have changed its record or actors (anything but message events), not the events' data
     start = await store.last_event_gid()
-    assert await store.threads_written_since(start, limit=10) == (start, set())
+    assert await store.threads_written_since(start, limit=10) == (start, {})
     a, _, _ = await make_thread(store, ("alice",), ("a1",))
     b, _, _ = await make_thread(store, ("bob",), ("b1",))
     gids = [e.gid for e in await store.events_since(start, limit=100)]
-    assert await store.threads_written_since(start, limit=100) == (gids[-1], {a.id, b.id})
-    assert await store.threads_written_since(start, limit=2) == (gids[1], {a.id})
-    assert await store.threads_written_since(gids[1], limit=100) == (gids[-1], {b.id})
+    assert await store.threads_written_since(start, limit=100) == (gids[-1], {a.id: True, b.id: True})
+    assert await store.threads_written_since(start, limit=2) == (gids[1], {a.id: True})
+    assert await store.threads_written_since(gids[1], limit=100) == (gids[-1], {b.id: True})
+    await post(store, a.id, "a2")
+    [message] = await store.events_since(gids[-1], limit=10)
+    assert await store.threads_written_since(gids[-1], limit=100) == (message.gid, {a.id: False})  # a message
 
 
 async def test_an_actor_inbox_holds_the_events_of_its_threads_from_joining_to_leaving(store: Store) -> None:

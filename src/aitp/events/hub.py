@@ -210,8 +210,8 @@ class Hub:
 
     def add_listener(self, listener: Callable[[str], None]) -> None:
         """Call `listener(thread_id)` when a thread's record or actors may have changed: at once for this
-        process's writes, when the tailer sees the thread's events for other processes' (it cannot tell
-        what they changed: any event of the thread counts)."""
+        process's writes, when the tailer sees the thread's events for other processes' (any event but a
+        message event counts: `store.base.changes_thread`)."""
         self._listeners.append(listener)
 
     def notify(self, thread_id: str, thread_changed: bool = True) -> None:
@@ -229,8 +229,8 @@ class Hub:
     def _wake_inboxes(self, thread_id: str, thread_changed: bool) -> None:
         """Wake the inbox streams of the thread's members. Each woken stream reads the store, so waking every
         one for every event cost a read per connected actor per message anywhere (1,000 idle inbox streams:
-        ingest 17x slower). Every inbox is woken when the actors may have changed (a join, a removal, any
-        write by another process: the tailer cannot tell) or when this process does not know the members."""
+        ingest 17x slower). Every inbox is woken when the actors may have changed (a join, a removal, by this
+        process or another) or when this process does not know the members."""
         if not self._inboxes:
             return
         members = None if thread_changed else self.members_of(thread_id)
@@ -286,9 +286,9 @@ class Hub:
     async def _tail(self) -> None:
         while True:
             try:
-                async for thread_ids in self.store.watch_threads(self.poll_interval):
-                    for thread_id in thread_ids:
-                        self.notify(thread_id)
+                async for threads in self.store.watch_threads(self.poll_interval):
+                    for thread_id, changed in threads.items():
+                        self.notify(thread_id, changed)
             except Exception:  # a store hiccup must not end live delivery for good
                 log.exception("event tailer: following the event log failed; retrying in 1s")
                 await asyncio.sleep(1.0)

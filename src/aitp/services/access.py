@@ -13,8 +13,8 @@ from aitp.runtime import Runtime
 from aitp.store.base import ActorRecord, ThreadRecord
 
 # How long a thread's actors, read for posting a message, may be reused. A change to the thread's record
-# or actors made through this process forgets them at once; any write to the thread by another process,
-# when the event tailer sees it. (The append rechecks the author's membership in its own transaction.)
+# or actors made through this process forgets them at once; one made by another process, when the event
+# tailer sees it. (The append rechecks the author's membership in its own transaction.)
 VIEW_TTL = 1.0
 MAX_VIEWS = 10_000
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -382,26 +382,47 @@ class Store(abc.ABC):
         """A cursor of the store-wide log now: every event written so far is at or before it, every event
         written from now on after it (the highest gid on SQLite; below the safe point on MongoDB)."""
 
-    async def watch_threads(self, poll_interval: float) -> AsyncIterator[set[str]]:
-        """Ids of threads that got events, soon after they commit, written by any process sharing the store.
+    async def watch_threads(self, poll_interval: float) -> AsyncIterator[dict[str, bool]]:
+        """Threads that got events, soon after they commit, written by any process sharing the store: each
+        with whether one of its events may have changed its record or actors (`changes_thread`).
 
         This default polls the store-wide log (one indexed range read per `poll_interval` while idle);
         a backend with a push mechanism overrides it. Wake-ups only: readers still read by cursor.
         """
         gid = await self.last_event_gid()
         while True:
-            gid, thread_ids = await self.threads_written_since(gid, limit=1000)
-            if thread_ids:
-                yield thread_ids
+            gid, threads = await self.threads_written_since(gid, limit=1000)
+            if threads:
+                yield threads
             else:
                 await asyncio.sleep(poll_interval)
 
-    async def threads_written_since(self, after_gid: int, limit: int) -> tuple[int, set[str]]:
+    async def threads_written_since(self, after_gid: int, limit: int) -> tuple[int, dict[str, bool]]:
         """What `watch_threads` polls: the last gid of the (at most `limit`) events after `after_gid`, and
-        their threads. This default reads whole events; a backend can read only those two fields (under
-        load the poll reads every event written, this process's own included)."""
+        their threads, each with whether its events may have changed it. This default reads whole events; a
+        backend can read only the fields needed (under load the poll reads every event written, this
+        process's own included)."""
         events = await self.events_since(after_gid, limit)
-        return (events[-1].gid if events else after_gid), {e.thread_id for e in events}
+        return (events[-1].gid if events else after_gid), threads_of((e.thread_id, e.type) for e in events)
+
+
+# Events that leave their thread's record and actors as they were; any other may change them.
+MESSAGE_EVENTS = frozenset(
+    {"thread.message.created", "thread.message.updated", "thread.message.deleted", "thread.message.refused"}
+)
+
+
+def changes_thread(event_type: str) -> bool:
+    """Whether an event of this type may have changed its thread's record or actors."""
+    return event_type not in MESSAGE_EVENTS
+
+
+def threads_of(events: Iterable[tuple[str, str]]) -> dict[str, bool]:
+    """(thread id, event type) pairs -> each thread, with whether one of its events may have changed it."""
+    threads: dict[str, bool] = {}
+    for thread_id, event_type in events:
+        threads[thread_id] = threads.get(thread_id, False) or changes_thread(event_type)
+    return threads
 
 
 async def _insert_refs(tx: Tx, refs: Sequence[CapabilityRef]) -> None:

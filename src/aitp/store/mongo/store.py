@@ -14,7 +14,17 @@ from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import OperationFailure, PyMongoError
 
-from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, Page, Store, ThreadRecord
+from aitp.store.base import (
+    ActorRecord,
+    CapabilityRef,
+    EventRecord,
+    MessageRecord,
+    Page,
+    Store,
+    ThreadRecord,
+    changes_thread,
+    threads_of,
+)
 from aitp.store.mongo.a2a import MongoA2A
 from aitp.store.mongo.capabilities import MongoCapabilities
 from aitp.store.mongo.codes import MongoCodes
@@ -184,11 +194,11 @@ class MongoStore(Store):
         cursor = self._db.events.find({"gid": await self._settled(after_gid)}).sort("gid", ASCENDING).limit(limit)
         return [event_record(d) async for d in cursor]
 
-    async def threads_written_since(self, after_gid: int, limit: int) -> tuple[int, set[str]]:
+    async def threads_written_since(self, after_gid: int, limit: int) -> tuple[int, dict[str, bool]]:
         query = {"gid": await self._settled(after_gid)}
-        cursor = self._db.events.find(query, {"gid": 1, "thread_id": 1}).sort("gid", ASCENDING).limit(limit)
-        docs = [d async for d in cursor]
-        return (int(docs[-1]["gid"]) if docs else after_gid), {d["thread_id"] for d in docs}
+        fields = {"gid": 1, "thread_id": 1, "type": 1}
+        docs = [d async for d in self._db.events.find(query, fields).sort("gid", ASCENDING).limit(limit)]
+        return (int(docs[-1]["gid"]) if docs else after_gid), threads_of((d["thread_id"], d["type"]) for d in docs)
 
     async def list_inbox_events(self, actor_id: str, after_gid: int, limit: int) -> list[EventRecord]:
         # A follower near the head: the next INBOX_WINDOW events of the log, kept where the actor was a
@@ -218,29 +228,33 @@ class MongoStore(Store):
             spans.setdefault(m["thread_id"], []).append((m["from_seq"], m["to_seq"]))
         return spans
 
-    async def watch_threads(self, poll_interval: float) -> AsyncIterator[set[str]]:
+    async def watch_threads(self, poll_interval: float) -> AsyncIterator[dict[str, bool]]:
         """A change stream on `events` (needs a replica set, as in docker-compose); polling without one.
 
         A thread is named twice: when its event commits (its followers read by seq: they see it at once), and
         again once the safe point has passed the event (inbox readers, reading by position, see it then)."""
         pipeline = [
             {"$match": {"operationType": "insert"}},
-            {"$project": {"fullDocument.thread_id": 1, "fullDocument.gid": 1}},
+            {"$project": {"fullDocument.thread_id": 1, "fullDocument.gid": 1, "fullDocument.type": 1}},
         ]
         try:
             async with await self._db.events.watch(pipeline, max_await_time_ms=int(HEARTBEAT * 1000)) as changes:
                 log.info("following events through a MongoDB change stream")
-                unsettled: dict[str, int] = {}  # thread -> its highest position seen above the safe point
+                # thread -> its highest position seen above the safe point, and whether its events may
+                # have changed it (named again when settled: a joined actor's inbox reads its join only then)
+                unsettled: dict[str, tuple[int, bool]] = {}
                 while True:
                     change = await changes.try_next()
                     if change is not None:
                         event = change["fullDocument"]
-                        unsettled[event["thread_id"]] = max(event["gid"], unsettled.get(event["thread_id"], 0))
-                        yield {event["thread_id"]}
+                        thread, changed = event["thread_id"], changes_thread(event.get("type", ""))
+                        gid, changed_before = unsettled.get(thread, (0, False))
+                        unsettled[thread] = (max(event["gid"], gid), changed or changed_before)
+                        yield {thread: changed}
                         continue
                     if unsettled:
                         safe = await self.positions.safe_point()
-                        settled = {thread for thread, gid in unsettled.items() if gid < safe}
+                        settled = {thread: changed for thread, (gid, changed) in unsettled.items() if gid < safe}
                         for thread in settled:
                             del unsettled[thread]
                         if settled:

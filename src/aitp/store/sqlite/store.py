@@ -8,7 +8,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, Page, Store, ThreadRecord
+from aitp.store.base import (
+    ActorRecord,
+    CapabilityRef,
+    EventRecord,
+    MessageRecord,
+    Page,
+    Store,
+    ThreadRecord,
+    threads_of,
+)
 from aitp.store.sqlite.a2a import SQLiteA2A
 from aitp.store.sqlite.capabilities import SQLiteCapabilities
 from aitp.store.sqlite.codes import SQLiteCodes
@@ -210,12 +219,12 @@ class SQLiteStore(Store):
 
         return await self.engine.run(op)
 
-    async def threads_written_since(self, after_gid: int, limit: int) -> tuple[int, set[str]]:
-        def op(conn: sqlite3.Connection) -> tuple[int, set[str]]:
+    async def threads_written_since(self, after_gid: int, limit: int) -> tuple[int, dict[str, bool]]:
+        def op(conn: sqlite3.Connection) -> tuple[int, dict[str, bool]]:
             rows = conn.execute(
-                "SELECT gid, thread_id FROM events WHERE gid > ? ORDER BY gid LIMIT ?", (after_gid, limit)
+                "SELECT gid, thread_id, type FROM events WHERE gid > ? ORDER BY gid LIMIT ?", (after_gid, limit)
             ).fetchall()
-            return (rows[-1][0] if rows else after_gid), {row[1] for row in rows}
+            return (rows[-1][0] if rows else after_gid), threads_of((row[1], row[2]) for row in rows)
 
         return await self.engine.run(op)
 

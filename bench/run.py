@@ -44,6 +44,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], float]] = {
     "stream_memory": ([], ["--rounds", "2", "--messages", "100", "--thread-messages", "100", "--replays", "5"], 300),
     "webhooks": ([], ["--messages", "50", "--writers", "4", "--burst", "20"], 300),
     "membership": ([], ["--rounds", "1", "--duration", "2"], 180),
+    "idle_inboxes": ([], ["--idle", "300", "--rounds", "1", "--duration", "2"], 300),
     "a2a_send": ([], ["--rounds", "1", "--duration", "2"], 180),
 }
 
@@ -316,6 +317,19 @@ def membership_rows(r: dict[str, Any]) -> list[Row]:
     ]
 
 
+def idle_inboxes_rows(r: dict[str, Any]) -> list[Row]:
+    without, with_idle = r["without"], r["with"]
+    return [
+        (
+            f"POST a message with {r['idle']} idle inbox WebSockets of other actors open",
+            f"{with_idle['rps']:.0f} req/s",
+            f"none open {without['rps']:.0f} req/s: x{r['ratio']:.2f}; CPU {with_idle['cpu_us']:.0f}"
+            f" vs {without['cpu_us']:.0f} µs",
+            verdict(r["met"], ">= 0.75"),
+        )
+    ]
+
+
 def a2a_rows(r: dict[str, Any]) -> list[Row]:
     aitp, reference, ratio = r["servers"]["aitp"], r["servers"]["reference"], r["ratio"]
     return [
@@ -340,6 +354,7 @@ ROWS = {
     "stream_memory": stream_memory_rows,
     "webhooks": webhooks_rows,
     "membership": membership_rows,
+    "idle_inboxes": idle_inboxes_rows,
     "a2a_send": a2a_rows,
 }
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 
 from aitp import memory
 from aitp.events.stream import EventStream, Reader, Render
@@ -55,7 +54,7 @@ async def inbox_stream(rt: Runtime, principal: Principal, after: int, render: Re
     """Events of every thread the caller is in (from joining to leaving), resumable from `cursor`, as the
     caller's binding renders them. An admin key follows every thread."""
     # woken by the events of the caller's threads only (the admin's: every event), see `Hub.notify`
-    wakes = contextlib.nullcontext(rt.hub.any_event) if principal.admin else rt.hub.follow_inbox(principal.actor)
+    wakes = nullcontext(rt.hub.any_event) if principal.admin else rt.hub.follow_inbox(principal.actor)
     try:
         with wakes as signal:
             stream = EventStream(

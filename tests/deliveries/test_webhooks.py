@@ -18,10 +18,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import pytest
 from standardwebhooks import Webhook
 
 from aitp.app import create_app
 from aitp.config import Settings
+from aitp.deliveries.webhooks import WebhookDeliveries
 from aitp.store import Store
 from tests.conftest import ADMIN_KEY, API, Backend
 from tests.support.receiver import Received, Receiver, receiving
@@ -393,3 +395,37 @@ async def test_an_actor_is_told_when_its_endpoint_is_disabled(store: Store) -> N
         }
         titles = [t["metadata"].get("title") for t in (await alice.get("/threads")).json()["data"]]
         assert sorted(titles, key=str) == [None, "Notices from the service"]
+
+
+async def test_a_deleted_endpoints_worker_ends_even_if_its_cancellation_is_lost(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancellation can be lost (Python 3.11's wait_for inside pymongo): the worker of an endpoint its actor
+    deleted is cancelled again until it ends, instead of going on delivering."""
+    monkeypatch.setattr("aitp.tasks.RECANCEL_AFTER", 0.05)
+    work_on = WebhookDeliveries._work_on
+    lost: list[str] = []
+    ended = asyncio.Event()
+
+    async def losing_one_cancellation(self: WebhookDeliveries, endpoint_id: str, worker: Any) -> None:
+        try:
+            await work_on(self, endpoint_id, worker)
+        except asyncio.CancelledError:
+            if lost:
+                raise
+            lost.append(endpoint_id)  # eaten, as inside the driver's await; the worker goes on
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                ended.set()
+                raise
+
+    monkeypatch.setattr(WebhookDeliveries, "_work_on", losing_one_cancellation)
+    async with receiving() as receiver, service(store, receiver.url) as api:
+        alice = await api.actor("alice")
+        hook = await register(alice, receiver.url, event_types=[MESSAGE])
+        await post(alice, await new_thread(alice, "alice"), "one")
+        await receiver.wait_for(lambda r: len(r.requests) == 1)
+        assert (await alice.delete(f"/webhooks/{hook['id']}")).status_code == 200
+        await asyncio.wait_for(ended.wait(), 10)
+    assert lost == [hook["id"]]

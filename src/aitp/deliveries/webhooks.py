@@ -91,6 +91,7 @@ class WebhookDeliveries:
         self.owner = new_id("inst")  # this instance, as the holder of its leases
         self.counters: Counter[str] = Counter()
         self._workers: dict[str, _Worker] = {}
+        self._retiring: set[asyncio.Task[None]] = set()  # ending the workers of disabled or deleted endpoints
         self._pump: asyncio.Task[None] | None = None
         self._client: httpx.AsyncClient | None = None
 
@@ -112,6 +113,7 @@ class WebhookDeliveries:
 
     async def stop(self) -> None:
         await cancel([*(t for w in self._workers.values() for t in w.tasks), self._pump])
+        await asyncio.gather(*self._retiring)
         self._workers.clear()
         self._pump = None
         if self._client is not None:
@@ -144,8 +146,15 @@ class WebhookDeliveries:
                 self._wake(endpoint.id)
         followed = {e.id for e in endpoints}
         for gone in [eid for eid in self._workers if eid not in followed]:
-            for task in self._workers.pop(gone).tasks:  # disabled or deleted: its attempts under way end too
-                task.cancel()
+            self._retire(self._workers.pop(gone))
+
+    def _retire(self, worker: _Worker) -> None:
+        """End the worker of a disabled or deleted endpoint, its attempts under way too, without holding up
+        deriving; through `tasks.cancel`, which cancels again a task that lost its cancellation (one that
+        did would go on delivering to an endpoint its actor turned off)."""
+        ending = asyncio.create_task(cancel(worker.tasks), name="aitp-webhook-retire")
+        self._retiring.add(ending)
+        ending.add_done_callback(self._retiring.discard)
 
     async def _derive(self, endpoint: EndpointRecord) -> bool:
         """Turn the endpoint's new inbox events into deliveries; whether the worker should look at them. Where

@@ -8,6 +8,9 @@
   of the bindings, the composition root (`aitp.app`, `aitp.cli`) and the Python client of the Threads wire
   (`aitp.client`, which reads that binding's models) may. A new binding is a folder; removing one breaks
   nothing but the root.
+- No module awaits with `asyncio.wait_for`: on Python 3.11 it returns the inner result when that completes in
+  the loop turn of a cancellation, and the cancellation is lost (a loop awaiting it then never ends, as the
+  MongoDB heartbeat did in CI). `asyncio.timeout` does not lose it.
 """
 
 from __future__ import annotations
@@ -156,3 +159,13 @@ def test_no_core_module_imports_a_way_out() -> None:
         if not is_within(module, (*faces, *BINDING_IMPORTERS))
     }
     assert {module: names for module, names in importers.items() if names} == {}
+
+
+def test_no_module_awaits_with_asyncio_wait_for() -> None:
+    calls = {
+        name: node.lineno
+        for name, path in modules().items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr == "wait_for" and getattr(node.value, "id", None) == "asyncio"
+    }
+    assert calls == {}

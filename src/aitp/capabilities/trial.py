@@ -101,7 +101,8 @@ async def run(items: list[dict[str, Any]], budget: Budget) -> list[Verdict]:
         return [UNCHECKED] * len(items)
     overran = False
     try:
-        out, err = await asyncio.wait_for(child.communicate(payload), timeout=deadline)
+        async with asyncio.timeout(deadline):  # not wait_for: on Python 3.11 it can lose a cancellation
+            out, err = await child.communicate(payload)
     except TimeoutError:
         overran = True
         child.kill()

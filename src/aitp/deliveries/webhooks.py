@@ -243,8 +243,9 @@ class WebhookDeliveries:
                 log.exception("webhooks: claiming deliveries of %s failed; retrying in 1s", endpoint_id)
                 due = time.time() + 1.0
             pause = POLL if due is None else min(max(due - time.time(), 0.0), POLL)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(worker.wake.wait(), pause)
+            with contextlib.suppress(TimeoutError):  # not wait_for: on Python 3.11 it can lose a cancellation
+                async with asyncio.timeout(pause):
+                    await worker.wake.wait()
 
     async def _attempt(self, endpoint: EndpointRecord, delivery: DeliveryRecord) -> None:
         settings = self.rt.settings

@@ -59,6 +59,20 @@ class Ticker:
         self._task.cancel()
 
 
+@pytest.fixture
+def transactions(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every transaction the store's engine commits from here on (a group commit counts once)."""
+    committed: list[Any] = []
+    write = store.engine.write
+
+    async def counted(op: Any, **options: Any) -> Any:
+        committed.append(op)
+        return await write(op, **options)
+
+    monkeypatch.setattr(store.engine, "write", counted)
+    return committed
+
+
 async def new_thread(store: SQLiteStore) -> str:
     """A thread whose actor is alice, who writes the messages `message_rec` makes."""
     thread = thread_rec()
@@ -164,16 +178,8 @@ async def test_writes_that_meet_a_checkpoint_wait_for_it_then_land(
     assert [m.seq for m in messages] == list(range(2, 102))
 
 
-async def test_appends_arriving_together_share_one_commit(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_appends_arriving_together_share_one_commit(store: SQLiteStore, transactions: list[Any]) -> None:
     thread_id = await new_thread(store)
-    transactions = []
-    write = store.engine.write
-
-    async def counted(op: Any, **options: Any) -> Any:
-        transactions.append(op)
-        return await write(op, **options)
-
-    monkeypatch.setattr(store.engine, "write", counted)
     stored = await asyncio.gather(
         *(store.append_message(message_rec(thread_id, f"m{i}"), ev("thread.message.created")) for i in range(8))
     )
@@ -203,17 +209,9 @@ async def test_an_append_that_fails_in_a_shared_commit_leaves_the_others(store: 
 
 
 async def test_threads_created_together_share_one_commit_and_a_refused_one_leaves_the_others(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+    store: SQLiteStore, transactions: list[Any]
 ) -> None:
     thread_id = await new_thread(store)
-    transactions = []
-    write = store.engine.write
-
-    async def counted(op: Any, **options: Any) -> Any:
-        transactions.append(op)
-        return await write(op, **options)
-
-    monkeypatch.setattr(store.engine, "write", counted)
     threads = [thread_rec() for _ in range(4)]
     first = [message_rec(thread.id, "first") for thread in threads]
     refs = [[ref_rec(t.id, "decision", "r1", m)] for t, m in zip(threads, first, strict=True)]

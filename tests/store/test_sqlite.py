@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -60,17 +60,22 @@ class Ticker:
 
 
 @pytest.fixture
-def transactions(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Every transaction the store's engine commits from here on (a group commit counts once)."""
-    committed: list[Any] = []
-    write = store.engine.write
+def count_transactions(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[Any]]:
+    """Call to start counting: the transactions the store's engine commits from then on (a group commit
+    counts once)."""
 
-    async def counted(op: Any, **options: Any) -> Any:
-        committed.append(op)
-        return await write(op, **options)
+    def start() -> list[Any]:
+        committed: list[Any] = []
+        write = store.engine.write
 
-    monkeypatch.setattr(store.engine, "write", counted)
-    return committed
+        async def counted(op: Any, **options: Any) -> Any:
+            committed.append(op)
+            return await write(op, **options)
+
+        monkeypatch.setattr(store.engine, "write", counted)
+        return committed
+
+    return start
 
 
 async def new_thread(store: SQLiteStore) -> str:
@@ -178,8 +183,11 @@ async def test_writes_that_meet_a_checkpoint_wait_for_it_then_land(
     assert [m.seq for m in messages] == list(range(2, 102))
 
 
-async def test_appends_arriving_together_share_one_commit(store: SQLiteStore, transactions: list[Any]) -> None:
+async def test_appends_arriving_together_share_one_commit(
+    store: SQLiteStore, count_transactions: Callable[[], list[Any]]
+) -> None:
     thread_id = await new_thread(store)
+    transactions = count_transactions()
     stored = await asyncio.gather(
         *(store.append_message(message_rec(thread_id, f"m{i}"), ev("thread.message.created")) for i in range(8))
     )
@@ -209,9 +217,10 @@ async def test_an_append_that_fails_in_a_shared_commit_leaves_the_others(store: 
 
 
 async def test_threads_created_together_share_one_commit_and_a_refused_one_leaves_the_others(
-    store: SQLiteStore, transactions: list[Any]
+    store: SQLiteStore, count_transactions: Callable[[], list[Any]]
 ) -> None:
     thread_id = await new_thread(store)
+    transactions = count_transactions()
     threads = [thread_rec() for _ in range(4)]
     first = [message_rec(thread.id, "first") for thread in threads]
     refs = [[ref_rec(t.id, "decision", "r1", m)] for t, m in zip(threads, first, strict=True)]

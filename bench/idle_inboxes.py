@@ -33,7 +33,7 @@ from harness import (
     start_aitp,
     write_result,
 )
-from ingest import Target, bodies
+from ingest import Target, bodies, wrk_arguments
 
 from aitp.testing import ServerProcess
 
@@ -123,10 +123,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--idle", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=4.0)
-    parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=1)
+    wrk_arguments(parser, connections=16)
     parser.add_argument("--out", type=Path, default=RESULTS / "idle_inboxes.json")
     args = parser.parse_args(argv)
     result = measure(args)

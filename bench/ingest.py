@@ -155,6 +155,14 @@ class Target:
         return figures
 
 
+def wrk_arguments(parser: argparse.ArgumentParser, *, duration: float = 4.0, connections: int = 32) -> None:
+    """The options `Target.measure` reads (`--duration`, `--connections`, `--threads`), and `--rounds`."""
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=duration, help="seconds per wrk run")
+    parser.add_argument("--connections", type=int, default=connections)
+    parser.add_argument("--threads", type=int, default=1, help="wrk threads")
+
+
 def aitp_target(server: ServerProcess) -> Target:
     """Keys for a shop and a user, and one thread per workload in which the shop posts."""
     with admin_client(server) as admin:
@@ -322,10 +330,7 @@ def print_table(result: dict[str, Any]) -> None:  # noqa: C901
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds per wrk run")
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=1, help="wrk threads")
+    wrk_arguments(parser, duration=5.0)
     parser.add_argument("--profile", action="store_true", help="also sample the server with py-spy")
     parser.add_argument(
         "--workers", type=int, default=1, help="also measure `aitp serve --workers N` (FULL) beside 1 process"

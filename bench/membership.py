@@ -31,7 +31,7 @@ from harness import (
     store_for,
     write_result,
 )
-from ingest import Target, bodies
+from ingest import Target, bodies, wrk_arguments
 
 SIZES = (2, 64)
 
@@ -77,10 +77,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=4.0)
-    parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=1)
+    wrk_arguments(parser, connections=16)
     parser.add_argument("--store", default="sqlite")
     parser.add_argument("--out", type=Path, default=RESULTS / "membership.json")
     args = parser.parse_args(argv)

@@ -49,7 +49,8 @@ async def test_a_replay_reads_the_store_a_page_at_a_time_and_keeps_none_of_it(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A subscriber replaying a long thread holds one page of it: the feed's window (the newest events,
-    shared by live subscribers) is not filled from an old cursor, and no replayed event's frame is kept."""
+    shared by live subscribers) is not filled from an old cursor, and no replayed event's frame is kept. The
+    last page, the end of the log, starts the window: the live stream goes on from it without reading it again."""
     hub = Hub(store)
     thread, _, _ = await make_thread(store, ("alice",), tuple(f"m{i}" for i in range(3 * PAGE + 20)))
     limits: list[int] = []
@@ -69,11 +70,69 @@ async def test_a_replay_reads_the_store_a_page_at_a_time_and_keeps_none_of_it(
         async for item in stream:
             assert isinstance(item, Frame)
             seen.append(item.cursor)
-            assert feed.kept() == (0, 0)  # (events in the window, frames kept) while replaying
+            # (events in the window, frames kept): none before the last page, which the window then holds
+            tail = item.cursor - 3 * PAGE
+            assert feed.kept() == ((last - 3 * PAGE, tail) if tail > 0 else (0, 0))
             if item.cursor == last:
                 break
     assert seen == list(range(1, last + 1))
     assert limits == [PAGE] * 4
+
+
+async def test_a_stream_opened_at_the_end_of_the_log_reads_the_store_once_then_once_per_change(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A subscriber following a thread from its last event (an A2A SendMessage waiting for the agent's
+    answer) reads the store for its replay and then once per change: its replay found the end of the log,
+    so the feed does not read it again, nor read the store for every wake-up while its window is empty."""
+    hub = Hub(store)
+    thread, _, _ = await make_thread(store, ("alice",), ("one",))
+    reads: list[int] = []
+    list_events = store.list_events
+
+    async def reading(thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
+        reads.append(after)
+        return await list_events(thread_id, after=after, limit=limit)
+
+    monkeypatch.setattr(store, "list_events", reading)
+    with hub.follow(thread.id) as feed:
+        stream = EventStream(
+            feed.after, feed.signal.waiter, feed.frames(render.event_frame), cursor=2, replay=feed.page
+        )
+        items = aiter(stream)
+        for seq in (3, 4, 5):
+            next_item = asyncio.ensure_future(anext(items))
+            await asyncio.sleep(0.01)  # the stream waits for the next change
+            await post(store, thread.id, f"m{seq}")
+            item = await asyncio.wait_for(next_item, 5)
+            assert isinstance(item, Frame) and item.cursor == seq
+        await items.aclose()  # type: ignore[attr-defined]
+    assert reads == [2, 2, 3, 4]  # the replay, then one read after each change from the last event read
+
+
+async def test_a_write_during_the_replays_last_read_is_not_missed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay's last page starts the feed's window only if nothing was written while it was read."""
+    hub = Hub(store)
+    thread, _, _ = await make_thread(store, ("alice",), ("one",))
+    list_events = store.list_events
+
+    async def read_then_written(thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
+        found = await list_events(thread_id, after=after, limit=limit)
+        monkeypatch.setattr(store, "list_events", list_events)
+        await post(store, thread.id, "written meanwhile")  # committed after the read, before it returned
+        return found
+
+    monkeypatch.setattr(store, "list_events", read_then_written)
+    with hub.follow(thread.id) as feed:
+        stream = EventStream(
+            feed.after, feed.signal.waiter, feed.frames(render.event_frame), cursor=1, replay=feed.page
+        )
+        items = aiter(stream)
+        received = [await asyncio.wait_for(anext(items), 5) for _ in range(2)]
+        await items.aclose()  # type: ignore[attr-defined]
+    assert [item.cursor for item in received if isinstance(item, Frame)] == [2, 3]
 
 
 async def test_a_message_wakes_the_inboxes_of_the_threads_members_only(store: Store) -> None:

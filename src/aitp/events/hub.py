@@ -78,11 +78,16 @@ class ThreadFeed:
         self._recent: deque[EventRecord] = deque(maxlen=RECENT_EVENTS)
         # per binding's Render, by seq, of events in the window: a logged event never changes
         self._frames: dict[Render, dict[int, Frame]] = {}
+        # the thread's last seq as of the last read that reached the end of its log (None: not known): a
+        # reader at it or past it is served nothing, without a read, until the next change
+        self._head: int | None = None
         self._stale = True
+        self._pokes = 0  # changes so far: a read that saw none while it ran is fresh
         self._refreshing: Signal | None = None  # fired when the store read under way ends
 
     def poke(self) -> None:
         self._stale = True
+        self._pokes += 1
         self.signal.fire()
 
     def frames(self, render: Render) -> Render:
@@ -113,7 +118,7 @@ class ThreadFeed:
             start = cursor + 1 - recent[0].seq
             if recent[start].seq == cursor + 1:  # seqs are contiguous within a thread
                 return [recent[i] for i in range(start, min(start + limit, len(recent)))]
-        if recent and cursor >= recent[-1].seq:
+        if self._head is not None and cursor >= self._head:
             return []
         return await self.store.list_events(self.thread_id, after=cursor, limit=limit)
 
@@ -124,7 +129,16 @@ class ThreadFeed:
         recent = self._recent
         if recent and recent[0].seq <= cursor + 1:
             return await self.after(cursor, limit)
-        return await self.store.list_events(self.thread_id, after=cursor, limit=limit)
+        pokes = self._pokes
+        events = await self.store.list_events(self.thread_id, after=cursor, limit=limit)
+        if len(events) < limit and pokes == self._pokes and not recent and self._refreshing is None:
+            # The last page, with nothing written while it was read: the end of the log, which the window
+            # starts from (a subscriber opening at the head would read it again at once, then at each change
+            # find the window empty and read the store once more). At most a page: bounded as the window is.
+            recent.extend(events)
+            self._head = events[-1].seq if events else cursor
+            self._stale = False
+        return events
 
     def kept(self) -> tuple[int, int]:
         """What this feed holds in memory: (events in its window, rendered frames of every binding)."""
@@ -135,6 +149,7 @@ class ThreadFeed:
         self._recent.clear()
         for frames in self._frames.values():
             frames.clear()  # the binding's dict, which its open streams' `frame` functions hold
+        self._head = None
         self._stale = True
 
     async def _catch_up(self, cursor: int) -> None:
@@ -161,13 +176,15 @@ class ThreadFeed:
             return
 
     async def _refresh(self, cursor: int) -> None:
-        start = self._recent[-1].seq if self._recent else cursor
+        start = self._recent[-1].seq if self._recent else cursor if self._head is None else self._head
         fetched = await self.store.list_events(self.thread_id, after=start, limit=RECENT_EVENTS)
         if len(fetched) == RECENT_EVENTS:
             self._stale = True  # there may be more; the next reader fetches them
         if fetched and self._recent and fetched[0].seq != self._recent[-1].seq + 1:
             self._recent.clear()
         self._recent.extend(fetched)
+        # the end of the log unless the read was cut short (then a reader at its last event reads the store)
+        self._head = None if len(fetched) == RECENT_EVENTS else fetched[-1].seq if fetched else start
         # frames of events that left the window go too: from the oldest rendered (most are rendered in seq
         # order, as the window grows), or by a scan if some were rendered out of order
         first = self._recent[0].seq if self._recent else 0

@@ -15,6 +15,19 @@ from tests.conftest import Backend
 from tests.store.test_contract import Renderer, actor_rec, make_thread, post
 
 
+def count_reads(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The (after, limit) of every `store.list_events` call from now on."""
+    reads: list[tuple[int, int]] = []
+    list_events = store.list_events
+
+    async def reading(thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
+        reads.append((after, limit))
+        return await list_events(thread_id, after=after, limit=limit)
+
+    monkeypatch.setattr(store, "list_events", reading)
+    return reads
+
+
 async def test_followers_reading_at_once_all_get_the_new_events(store: Store) -> None:
     """Readers arriving while another reader's refresh is in flight wait for it instead of finding nothing."""
     hub = Hub(store)
@@ -53,14 +66,7 @@ async def test_a_replay_reads_the_store_a_page_at_a_time_and_keeps_none_of_it(
     last page, the end of the log, starts the window: the live stream goes on from it without reading it again."""
     hub = Hub(store)
     thread, _, _ = await make_thread(store, ("alice",), tuple(f"m{i}" for i in range(3 * PAGE + 20)))
-    limits: list[int] = []
-    list_events = store.list_events
-
-    async def reading(thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
-        limits.append(limit)
-        return await list_events(thread_id, after=after, limit=limit)
-
-    monkeypatch.setattr(store, "list_events", reading)
+    reads = count_reads(store, monkeypatch)
     last = 3 * PAGE + 21  # thread.created, then the messages
     with hub.follow(thread.id) as feed:
         stream = EventStream(
@@ -76,7 +82,7 @@ async def test_a_replay_reads_the_store_a_page_at_a_time_and_keeps_none_of_it(
             if item.cursor == last:
                 break
     assert seen == list(range(1, last + 1))
-    assert limits == [PAGE] * 4
+    assert [limit for _, limit in reads] == [PAGE] * 4
 
 
 async def test_a_stream_opened_at_the_end_of_the_log_reads_the_store_once_then_once_per_change(
@@ -87,14 +93,7 @@ async def test_a_stream_opened_at_the_end_of_the_log_reads_the_store_once_then_o
     so the feed does not read it again, nor read the store for every wake-up while its window is empty."""
     hub = Hub(store)
     thread, _, _ = await make_thread(store, ("alice",), ("one",))
-    reads: list[int] = []
-    list_events = store.list_events
-
-    async def reading(thread_id: str, *, after: int, limit: int) -> list[EventRecord]:
-        reads.append(after)
-        return await list_events(thread_id, after=after, limit=limit)
-
-    monkeypatch.setattr(store, "list_events", reading)
+    reads = count_reads(store, monkeypatch)
     with hub.follow(thread.id) as feed:
         stream = EventStream(
             feed.after, feed.signal.waiter, feed.frames(render.event_frame), cursor=2, replay=feed.page
@@ -107,7 +106,12 @@ async def test_a_stream_opened_at_the_end_of_the_log_reads_the_store_once_then_o
             item = await asyncio.wait_for(next_item, 5)
             assert isinstance(item, Frame) and item.cursor == seq
         await items.aclose()  # type: ignore[attr-defined]
-    assert reads == [2, 2, 3, 4]  # the replay, then one read after each change from the last event read
+    assert [after for after, _ in reads] == [
+        2,
+        2,
+        3,
+        4,
+    ]  # the replay, then one read after each change from the last event read
 
 
 async def test_a_write_during_the_replays_last_read_is_not_missed(

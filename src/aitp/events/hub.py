@@ -45,6 +45,11 @@ class Wakeup:
     def is_set(self) -> bool:
         return self._future.done()
 
+    def set(self) -> None:
+        """Wake this waiter alone (its signal's other waiters are not woken)."""
+        if not self._future.done():
+            self._future.set_result(None)
+
 
 class Signal:
     """A broadcast wake-up: `waiter()` before reading, then wait on it if there was nothing new.

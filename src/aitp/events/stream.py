@@ -1,10 +1,12 @@
 """A live event stream for one subscriber: replay from its cursor, then live, through a bounded buffer.
 
 Replay is pulled page by page as the transport takes the frames (`PAGE` events read at a time), so a
-replaying stream holds one page, never the thread's log. Once caught up, a pump task reads the log after
-each wake-up (through the hub) and fills a queue that the transport (WebSocket or SSE) drains. A full
-queue then means the consumer cannot keep up; the stream ends with `Overflow`, naming the cursor to
-resume from, so a slow consumer never grows server memory.
+replaying stream holds one page, never the thread's log. Once caught up, the stream reads the log after
+each wake-up (through the hub) into its buffer, which the transport (WebSocket or SSE) drains: in the
+consumer's own task, between the frames it sends, so a woken stream costs one task step and no task of
+its own. Events written while the transport sends are read as soon as it comes back; more than `buffer`
+of them not yet sent means the consumer cannot keep up, and the stream ends with `Overflow`, naming the
+cursor to resume from, so a slow consumer never grows server memory.
 
 A stream also ends from outside (`EventStream.end`): its key was revoked, or its client left.
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -26,11 +29,10 @@ from typing import Any, Protocol
 import orjson
 
 from aitp.store.base import EventRecord
-from aitp.tasks import cancel
 
 log = logging.getLogger(__name__)
 
-BATCH = 500  # events read at once by a live stream's pump
+BATCH = 500  # events read at once by a live stream (at most its buffer)
 PAGE = 100  # events read at once while replaying: what one replaying stream holds
 DEFAULT_BUFFER = 1024
 KEEPALIVE_SECONDS = 15.0
@@ -95,20 +97,25 @@ Reader = Callable[[int, int], Awaitable[list[EventRecord]]]  # (cursor, limit) -
 
 
 class Waiter(Protocol):
-    """Taken before reading; `wait()` returns once something may have been written since (events.hub.Wakeup)."""
+    """Taken before reading: set once something may have been written since (events.hub.Wakeup)."""
 
     async def wait(self) -> Any: ...
 
+    def is_set(self) -> bool: ...
+
+    def set(self) -> None:
+        """Wake this waiter alone (the stream ended from outside, or is due a keep-alive tick)."""
+
 
 class _KeepAlive:
-    """Puts a keep-alive tick (None) on `queue` when nothing went out for `interval` seconds: one timer per
-    stream, re-armed every `interval`, rather than a timeout around every wait (a timer per event)."""
+    """Calls `idle()` when nothing went out for `interval` seconds: one timer per stream, re-armed every
+    `interval`, rather than a timeout around every wait (a timer per event)."""
 
-    __slots__ = ("_loop", "_queue", "_interval", "active_at", "_timer")
+    __slots__ = ("_loop", "_idle", "_interval", "active_at", "_timer")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Item], interval: float) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, idle: Callable[[], None], interval: float) -> None:
         self._loop = loop
-        self._queue = queue
+        self._idle = idle
         self._interval = interval
         self.active_at = loop.time()  # when the transport last got something
         self._timer = loop.call_at(self.active_at + interval, self._tick)
@@ -116,8 +123,7 @@ class _KeepAlive:
     def _tick(self) -> None:
         now = self._loop.time()
         if now >= self.active_at + self._interval:
-            if self._queue.empty():
-                self._queue.put_nowait(None)
+            self._idle()
             self.active_at = now
         self._timer = self._loop.call_at(self.active_at + self._interval, self._tick)
 
@@ -149,9 +155,9 @@ class EventStream:
         self._buffer = buffer
         self._keepalive = keepalive
         self.delivered = cursor  # cursor of the last event handed to the transport
-        self._overflowed = False
         self._ending: End | None = None  # set by `end`
-        self._queue: asyncio.Queue[Item] | None = None  # while live: what the pump has read, for the consumer
+        self._waiter: Waiter | None = None  # while live: what wakes the consumer when it has nothing to send
+        self._idle = False  # a keep-alive tick is due
 
     def end(self, reason: str, revoked: bool = False) -> None:
         """End the stream from outside: the next item is `End(reason, revoked)`, whatever is still buffered."""
@@ -159,12 +165,14 @@ class EventStream:
             self._ending = End(reason, revoked)
             self._wake()
 
-    def _wake(self, _: object = None) -> None:
-        """Wake the consumer if it waits for the live queue (when the queue is full it is not waiting: it
-        looks at the stream's state before it waits again)."""
-        queue = self._queue
-        if queue is not None and not queue.full():
-            queue.put_nowait(None)
+    def _wake(self) -> None:
+        """Wake the consumer if it waits for events (else it looks at the stream's state before it waits)."""
+        if self._waiter is not None:
+            self._waiter.set()
+
+    def _tick(self) -> None:
+        self._idle = True
+        self._wake()
 
     async def __aiter__(self) -> AsyncIterator[Item]:
         # Replay: one page at a time, read when the transport has taken the previous one.
@@ -188,66 +196,63 @@ class EventStream:
             yield self._ending
             return
 
-        # Live: the pump fills the queue after each wake-up; this drains it.
+        # Live: read after each wake-up into `buffered`, which the transport drains; reading again whenever
+        # it comes back from sending and something was written meanwhile, so the events it has not taken are
+        # counted as they are written, as a task filling a queue would, without the task.
         loop = asyncio.get_running_loop()
-        queue = self._queue = asyncio.Queue(maxsize=self._buffer)
-        pump = asyncio.create_task(self._pump(queue))
-        pump.add_done_callback(self._wake)  # a pump that dies wakes the consumer, which re-raises what ended it
-        keepalive = _KeepAlive(loop, queue, self._keepalive)
+        buffered: deque[Item] = deque()
+        caught_up = False  # after the replay, what was written meanwhile is read as the replay was: in full
+        reading = True  # False once the stream ended after what is buffered (an End, or an overflow)
+        overflowed = False
+        keepalive = _KeepAlive(loop, self._tick, self._keepalive)
         try:
             while True:
                 if self._ending is not None:
                     yield self._ending
                     return
-                if queue.empty():
-                    if self._overflowed:
-                        yield Overflow(self.delivered, self._buffer)
-                        return
-                    if pump.done():
-                        pump.result()  # re-raise what ended it
-                        return
-                    item = await queue.get()
-                    if self._ending is not None:
-                        continue
-                else:
-                    item = queue.get_nowait()
-                if isinstance(item, Frame):
-                    self.delivered = item.cursor  # handed to the transport, which writes it out
-                    keepalive.active_at = loop.time()
-                elif item is None and pump.done() and queue.empty() and not self._overflowed:
-                    pump.result()  # the pump's wake-up on dying, not a keep-alive tick
-                    return
-                yield item
-                if isinstance(item, End):
-                    return
-        finally:
-            self._queue = None
-            keepalive.cancel()
-            if not pump.done():  # one that ended has been re-raised above, if it failed
-                await cancel([pump])
-
-    async def _pump(self, queue: asyncio.Queue[Item]) -> None:
-        live = False  # still catching up with what was written while the replay ended
-        while True:
-            waiter = self._wait()  # taken before reading: a write after the read still wakes us
-            events = await self._read(self._cursor, BATCH)
-            for record in events:
-                item = self._frame(record)
-                self._cursor = item.cursor
-                if not live:
-                    await queue.put(item)
-                else:
-                    try:
-                        queue.put_nowait(item)
-                    except asyncio.QueueFull:
-                        # What is buffered still goes out, then the stream ends naming the cursor to resume from.
-                        self._overflowed = True
+                waiter = self._waiter
+                # catching up: the next batch once the last is sent; then whenever something was written
+                if reading and (waiter is None or waiter.is_set() if caught_up else not buffered):
+                    self._waiter = self._wait()  # taken before reading: a write after the read still wakes us
+                    room = self._buffer - len(buffered)
+                    limit = min(BATCH, room + 1) if caught_up else min(BATCH, self._buffer)
+                    events = await self._read(self._cursor, limit)
+                    if caught_up and len(events) > room:  # more than `buffer` not yet sent: the consumer is slow
+                        del events[room:]
+                        reading, overflowed = False, True
                         log.info("slow consumer: %d events buffered; closing the stream", self._buffer)
+                    for record in events:
+                        item = self._frame(record)
+                        self._cursor = item.cursor
+                        buffered.append(item)
+                        reason = self._ends(record)
+                        if reason is not None:
+                            buffered.append(End(reason))
+                            reading = False
+                            break
+                    if len(events) < limit:
+                        caught_up = True
+                    elif reading:
+                        self._waiter.set()  # there may be more: read again before waiting
+                    continue
+                if buffered:
+                    item = buffered.popleft()
+                    if isinstance(item, Frame):
+                        self.delivered = item.cursor  # handed to the transport, which writes it out
+                        keepalive.active_at = loop.time()
+                    yield item
+                    if isinstance(item, End):
                         return
-                reason = self._ends(record)
-                if reason is not None:
-                    await queue.put(End(reason))
+                    continue
+                if overflowed:
+                    yield Overflow(self.delivered, self._buffer)
                     return
-            if len(events) < BATCH:
-                live = True
-                await waiter.wait()
+                if self._idle:
+                    self._idle = False
+                    yield None  # a keep-alive tick
+                    continue
+                assert waiter is not None  # taken by the read above, which left nothing to send
+                await waiter.wait()  # a write, `end` or a keep-alive tick
+        finally:
+            self._waiter = None
+            keepalive.cancel()

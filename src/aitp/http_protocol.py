@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import httptools
 import orjson
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from aitp.access_log import AccessLogger
 from aitp.errors import APIError, RequestHeaderFieldsTooLarge, RequestTimeout, ServiceUnavailable
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.access_logger = AccessLogger(self.access_logger)  # type: ignore[assignment]  # its lines, cheaper
         self._head_open = True  # the head of a request is expected or arriving
         self._head_started = False  # a byte of it has arrived
         self._head_bytes = 0  # bytes read while the head was arriving (bounds what the parser holds)
@@ -108,6 +110,11 @@ class LimitedHttpProtocol(HttpToolsProtocol):
             self.send_400_response("Invalid HTTP request received.")
             return
         if self._head_open:
+            if self._head_started and self._head_timer is None:
+                # A head still incomplete after this read is timed from now. Armed here rather than when a
+                # head begins: most heads arrive whole in one read, and a timer made and cancelled for
+                # each request was CPU every request paid (bench/a2a_send.py).
+                self._arm_head_timer()
             # Only reads that began inside the head count: one that also ends the previous request's body
             # may start a head, which is then at most that one read ahead of the count.
             if head_was_open:
@@ -127,7 +134,6 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self._head_open = self._head_started = True
         self._head_bytes = self._head_size = self._header_count = 0
-        self._arm_head_timer()
 
     def on_url(self, url: bytes) -> None:
         self._head_size += len(url)
@@ -147,7 +153,10 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._in_body = True
         self._body_bytes = self._framing_bytes = self._chunks = 0
         self._cancel_head_timer()
+        previous = self.cycle
         super().on_headers_complete()
+        if self.cycle is not previous and self.cycle is not None:  # a request to answer (not an upgrade)
+            self.cycle.transport = OneWrite(self.transport, self.cycle)  # type: ignore[assignment]
 
     def on_body(self, body: bytes) -> None:
         self._body_bytes += len(body)
@@ -215,6 +224,41 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         if self._refused:
             self.transport.close()  # the client read the answer and is done
         return None
+
+
+class OneWrite:
+    """The transport as a response's cycle writes to it: the head of a response framed by its Content-Length
+    is held until the first write of its body and goes out with it, one system call where uvicorn made two
+    (a send per write: ~6% of an A2A SendMessage's CPU, bench/a2a_send.py). Streamed (chunked) responses,
+    whose first body part may come much later (SSE), and HEAD answers, which have none, are not held."""
+
+    __slots__ = ("_transport", "_cycle", "_head", "_held")
+
+    def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._head: bytes | None = None
+        self._held = False  # the head was taken (it is the first write once the response has started)
+
+    def write(self, data: bytes) -> None:
+        if self._head is not None:
+            data, self._head = self._head + data, None
+        elif not self._held and self._cycle.response_started:
+            self._held = True
+            cycle = self._cycle
+            if cycle.chunked_encoding is False and cycle.scope["method"] != "HEAD":
+                self._head = data
+                return
+        self._transport.write(data)
+
+    def close(self) -> None:
+        if self._head is not None:  # an answer that ended before its body (the app failed): as it was
+            self._transport.write(self._head)
+            self._head = None
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 LINGER = 2.0  # seconds a refused connection is read (and dropped) before it is closed

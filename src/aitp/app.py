@@ -11,12 +11,13 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import BaseRoute
 
 from aitp import __version__
 from aitp.bindings.a2a import parts as a2a_parts
 from aitp.bindings.a2a import routes as a2a
 from aitp.bindings.openai_conversations.routes import routes as conversation_routes
-from aitp.bindings.openai_threads import errors, openapi, render
+from aitp.bindings.openai_threads import errors, messages, openapi, render
 from aitp.bindings.openai_threads.routes import NoKeyNeeded, api_routes
 from aitp.bindings.openai_threads.web import WebMount
 from aitp.capabilities.registry import Registry, default_directory
@@ -26,12 +27,18 @@ from aitp.deliveries.a2a import A2ADeliveries
 from aitp.deliveries.webhooks import WebhookDeliveries
 from aitp.events.hub import Hub
 from aitp.gate import Gate
+from aitp.lane import Lane
 from aitp.runtime import Runtime
 from aitp.services import registration, revocation
 from aitp.services.connections import stream_slots
 from aitp.shipped import shipped_directory
 from aitp.store import Store, open_store
 from aitp.tasks import cancel
+
+
+def _served_by(routes: list[BaseRoute], handler: object) -> BaseRoute:
+    """The route whose endpoint is served by the plain `handler` (`openai_threads.route.served_by`)."""
+    return next(r for r in routes if getattr(getattr(r, "endpoint", None), "served_by", None) is handler)
 
 
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
@@ -85,6 +92,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         description="Thread service for the Agent Interaction & Transaction Protocol: OpenAI Assistants v2 "
         "Threads API compatible, plus AITP-T01 actors and capabilities.",
         lifespan=lifespan,
+        # FastAPI's OpenTelemetry instrumentation, unused here, asked the global providers whether it was
+        # configured on every request (~3 µs in process): off, it never asks
+        telemetry={"tracing": False, "metrics": False, "logs": False},
         # A2A's four routes first: a SendMessage was matched against every API route before its own (3% of its CPU)
         routes=[*a2a.routes(), *api_routes(), *conversation_routes()],
     )
@@ -93,12 +103,16 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     errors.install(app)
     openapi.install(app)
     threads_public = NoKeyNeeded(app.routes)
-    app.add_middleware(
-        ContextMiddleware,
-        runtime=runtime,
-        public=lambda scope: threads_public(scope) and not a2a.needs_key(scope),
-        refuse=errors.refusal,
-    )
+    context: dict[str, Any] = {
+        "runtime": runtime,
+        "public": lambda scope: threads_public(scope) and not a2a.needs_key(scope),
+        "refuse": errors.refusal,
+    }
+    app.add_middleware(ContextMiddleware, **context)
+    # the hottest requests, A2A SendMessage and a posted message, past the rest of FastAPI's chain (same
+    # rules and errors): each the first route that can match its requests, each a plain endpoint
+    hot = [a2a.rpc_route(app.routes), _served_by(app.routes, messages.post_message)]
+    app.add_middleware(Lane, routes=hot, context=context, handlers=app.exception_handlers)
 
     @app.get("/health", tags=["health"], summary="Liveness and counters (no key needed)")
     async def health() -> dict[str, Any]:

@@ -136,6 +136,11 @@ async def settings(request: Request) -> Response:
     return JSONResponse(_settings(record))
 
 
+def rpc_route(routes: list[BaseRoute]) -> BaseRoute:
+    """The JSON-RPC endpoint's route among the app's `routes` (`aitp.lane` serves it)."""
+    return next(r for r in routes if isinstance(r, Route) and r.endpoint is rpc)
+
+
 def routes() -> list[BaseRoute]:
     return [
         Route(PREFIX + "{actor_id}" + CARD_PATH, card, methods=["GET"]),

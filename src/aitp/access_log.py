@@ -74,10 +74,14 @@ class AccessLog(logging.Handler):
             return
         self._flush_soon()
 
-    def write(self, args: tuple[Any, ...]) -> None:
+    def write(self, msg: str, args: tuple[Any, ...]) -> None:
         """Write uvicorn's access line for `args` (as `AccessLogger` hands them over, no record made)."""
-        with self.lock:  # type: ignore[union-attr]  # made by Handler.__init__
-            self.stream.write(_line(PREFIX, *args))
+        try:
+            with self.lock:  # type: ignore[union-attr]  # made by Handler.__init__
+                self.stream.write(_line(PREFIX, *args))
+        except Exception:  # noqa: BLE001 - as emit: reported, never raised into the response being sent
+            self.handleError(logging.makeLogRecord({"name": "uvicorn.access", "msg": msg, "args": args}))
+            return
         self._flush_soon()
 
     def _flush_soon(self) -> None:
@@ -92,7 +96,10 @@ class AccessLog(logging.Handler):
 
     def _flush_scheduled(self) -> None:
         self._flush_on = None
-        self.flush()
+        try:
+            self.flush()
+        except Exception:  # noqa: BLE001 - as StreamHandler's flush in emit: reported, not raised into the loop
+            self.handleError(logging.makeLogRecord({"name": "uvicorn.access", "msg": "(flushing the access log)"}))
 
     def flush(self) -> None:
         with self.lock:  # type: ignore[union-attr]
@@ -125,4 +132,4 @@ class AccessLogger:
         if handler is None:
             self.logger.info(msg, *args)
         else:
-            handler.write(args)
+            handler.write(msg, args)

@@ -240,6 +240,7 @@ class EventStream:
                     if isinstance(item, Frame):
                         self.delivered = item.cursor  # handed to the transport, which writes it out
                         keepalive.active_at = loop.time()
+                        self._idle = False  # a tick due is not: something goes out
                     yield item
                     if isinstance(item, End):
                         return

@@ -110,7 +110,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     }
     app.add_middleware(ContextMiddleware, **context)
     # the hottest requests, A2A SendMessage and a posted message, past the rest of FastAPI's chain (same
-    # rules and errors): each the first route that can match its requests, each a plain endpoint
+    # rules and errors): each route is the first that can match its requests (aitp.lane)
     hot = [a2a.rpc_route(app.routes), _served_by(app.routes, messages.post_message)]
     app.add_middleware(Lane, routes=hot, context=context, handlers=app.exception_handlers)
 

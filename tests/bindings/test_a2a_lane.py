@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import httpx
+import pytest
+from starlette.routing import Match
 
+from aitp.app import create_app
 from aitp.config import Settings
 from aitp.gate import Gate
+from aitp.lane import Lane
 from aitp.services.rate_limit import RateLimiter
 from tests.api.test_rate_limit import FakeClock
 from tests.conftest import API
@@ -103,3 +107,17 @@ async def test_a_failure_under_the_route_is_the_500_envelope_as_on_any_route(api
     assert lane.status_code == 500
     assert lane.json()["error"]["code"] == "internal_error"
     assert answer(lane) == answer(elsewhere)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("POST", "/a2a/shop"), ("POST", "/v1/threads/thread_abc/messages"), ("GET", "/a2a/shop")]
+)
+def test_a_request_the_lane_takes_is_the_one_the_router_would_give_the_same_route(method: str, path: str) -> None:
+    app = create_app(Settings(store_url="sqlite:///:memory:"))
+    layer = app.build_middleware_stack()
+    while not isinstance(layer, Lane):
+        layer = layer.app
+    scope = {"type": "http", "method": method, "path": path, "root_path": "", "headers": [], "query_string": b""}
+    routers = next(route for route in app.router.routes if route.matches(scope)[0] is Match.FULL)
+    lanes = next((route for route, _ in layer.routes if route.matches(scope)[0] is Match.FULL), None)
+    assert lanes is (routers if method == "POST" else None)

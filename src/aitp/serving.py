@@ -26,6 +26,7 @@ from uvicorn.supervisors import Multiprocess
 from aitp import redaction
 from aitp.config import Settings
 from aitp.http_protocol import http_protocol
+from aitp.websocket_protocol import WebSocketProtocol
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -50,6 +51,8 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         # HTTP keep-alive: uvicorn's 5 s default let idle connections close while a client (200 of them
         # in a load test) was sending its next request on them: "connection closed without response"
         "timeout_keep_alive": 30,
+        # uvicorn's WebSocket protocol, sending the frames written in one turn of the loop in one write
+        "ws": WebSocketProtocol,
         # WebSocket keep-alive: uvicorn pings every peer and drops one that stops answering
         "ws_ping_interval": settings.keepalive_seconds,
         "ws_ping_timeout": settings.keepalive_seconds,

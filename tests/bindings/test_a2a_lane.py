@@ -3,7 +3,8 @@
 Specification: `POST /a2a/{actor}` without a key, or with a wrong one, is 401; over the key's rate 429 with
 `Retry-After`; a body declared or streamed over `AITP_MAX_BODY_BYTES` 413 `request_too_large` with
 `Connection: close`; a failure nothing expected (here: the store went away) 500 `internal_error`; each
-answer the same envelope, status and headers as the same refusal on a Threads API route.
+answer the same envelope, status and headers as the same refusal on a Threads API route. The lane takes
+a request only for the route the router would have given it (`POST /v1/threads/{id}/messages` too).
 """
 
 from __future__ import annotations

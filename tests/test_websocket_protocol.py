@@ -46,6 +46,17 @@ class Transport:
     def resume_reading(self) -> None: ...
 
 
+def connect(app: Any) -> tuple[WebSocketProtocol, Transport]:
+    """A connection to `app` through the protocol, its handshake request received."""
+    transport = Transport()
+    config = Config(app=app, ws=WebSocketProtocol, log_config=None)
+    config.load()
+    protocol = WebSocketProtocol(config=config, server_state=ServerState(), app_state={})
+    protocol.connection_made(transport)  # type: ignore[arg-type]
+    protocol.data_received(HANDSHAKE)
+    return protocol, transport
+
+
 async def turns(count: int) -> None:
     for _ in range(count):
         await asyncio.sleep(0)
@@ -64,12 +75,7 @@ async def test_frames_of_one_turn_are_one_write_and_a_later_frame_its_own() -> N
         await send({"type": "websocket.close", "code": 1000})
         done.set()
 
-    transport = Transport()
-    config = Config(app=app, ws=WebSocketProtocol, log_config=None)
-    config.load()
-    protocol = WebSocketProtocol(config=config, server_state=ServerState(), app_state={})
-    protocol.connection_made(transport)  # type: ignore[arg-type]
-    protocol.data_received(HANDSHAKE)
+    protocol, transport = connect(app)
     await turns(20)
     assert len(transport.writes) == 1
     first = transport.writes[0]
@@ -90,12 +96,7 @@ async def test_closing_sends_what_is_pending_first() -> None:
         await send({"type": "websocket.send", "text": "last words"})
         protocol.transport.close()  # as uvicorn does when the close handshake times out
 
-    transport = Transport()
-    config = Config(app=app, ws=WebSocketProtocol, log_config=None)
-    config.load()
-    protocol = WebSocketProtocol(config=config, server_state=ServerState(), app_state={})
-    protocol.connection_made(transport)  # type: ignore[arg-type]
-    protocol.data_received(HANDSHAKE)
+    protocol, transport = connect(app)
     await turns(20)
     assert transport.closed_after == 1 and b"last words" in transport.writes[0]
     protocol.connection_lost(None)

@@ -37,6 +37,21 @@ async def test_a_cancelled_waiter_does_not_stop_the_others_from_waking() -> None
     assert results[1:] == [None] * 99
 
 
+async def test_waiters_that_went_away_are_not_held_until_the_next_fire() -> None:
+    """A signal that rarely fires, waited on at every turn beside a busy one (the webhook engine waits for
+    endpoint changes or any event), held every cancelled waiter until it fired."""
+    rare = Signal()
+    for _ in range(10_000):
+        waiting = asyncio.ensure_future(rare.waiter().wait())
+        await asyncio.sleep(0)
+        waiting.cancel()  # the busy signal fired first
+        await asyncio.sleep(0)
+    waiters = [asyncio.ensure_future(rare.waiter().wait()) for _ in range(10)]
+    assert len(rare._waiters) < 100
+    rare.fire()
+    await asyncio.wait_for(asyncio.gather(*waiters), 1)  # those still waiting are woken
+
+
 async def test_every_subscriber_of_a_thread_gets_the_same_frame_of_an_event(store: Store) -> None:
     hub = Hub(store)
     thread, _, _ = await make_thread(store, ("alice",), ("hello",))

@@ -51,24 +51,36 @@ class Wakeup:
             self._future.set_result(None)
 
 
+COMPACT_AT = 64  # waiters a signal holds before it drops those that went away (then twice those left)
+
+
 class Signal:
     """A broadcast wake-up: `waiter()` before reading, then wait on it if there was nothing new.
 
     Each waiter has its own future, dropped on the next fire: waking N waiters is O(N), and a waiter that
-    goes away costs nothing (asyncio.Event removes each woken waiter from a deque: O(N^2) for N waiters)."""
+    goes away costs nothing (asyncio.Event removes each woken waiter from a deque: O(N^2) for N waiters).
+    Waiters that went away (cancelled, or set alone) are dropped as new ones come too, not only at the next
+    fire: a signal that rarely fires, waited on beside a busy one at every turn (the webhook engine's
+    endpoint changes, beside every event), held one cancelled future per turn until it fired."""
 
     def __init__(self) -> None:
         self._waiters: list[asyncio.Future[None]] = []
+        self._compact_at = COMPACT_AT
 
     def fire(self) -> None:
         waiters, self._waiters = self._waiters, []
+        self._compact_at = COMPACT_AT
         for future in waiters:
             if not future.done():  # a cancelled waiter's future
                 future.set_result(None)
 
     def waiter(self) -> Wakeup:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
+        waiters = self._waiters
+        waiters.append(future)
+        if len(waiters) >= self._compact_at:  # amortised O(1) per waiter
+            self._waiters = waiters = [waiting for waiting in waiters if not waiting.done()]
+            self._compact_at = max(COMPACT_AT, 2 * len(waiters))
         return Wakeup(future)
 
 

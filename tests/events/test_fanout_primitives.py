@@ -10,7 +10,7 @@ import orjson
 from aitp.bindings.openai_threads import render
 from aitp.cli import uvicorn_options
 from aitp.config import Settings
-from aitp.events.hub import Hub, Signal
+from aitp.events.hub import Hub, Signal, first_of
 from aitp.events.stream import Frame, Render
 from aitp.store import Store
 from aitp.store.base import EventRecord
@@ -50,6 +50,19 @@ async def test_waiters_that_went_away_are_not_held_until_the_next_fire() -> None
     assert len(rare._waiters) < 100
     rare.fire()
     await asyncio.wait_for(asyncio.gather(*waiters), 1)  # those still waiting are woken
+
+
+async def test_a_waiter_on_two_signals_is_woken_by_either() -> None:
+    busy, rare = Signal(), Signal()
+    for fired in (busy, rare):
+        woken = first_of(busy, rare)
+        assert not woken.is_set()
+        fired.fire()
+        await asyncio.wait_for(woken.wait(), 1)
+    woken = first_of(busy, rare)
+    busy.fire()
+    rare.fire()  # the second fire finds it set already
+    assert woken.is_set()
 
 
 async def test_every_subscriber_of_a_thread_gets_the_same_frame_of_an_event(store: Store) -> None:

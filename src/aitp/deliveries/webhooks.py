@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from aitp.deliveries.attempt import Answer, backoff, http_client, send
+from aitp.events.hub import first_of
 from aitp.events.stream import Render
 from aitp.ids import new_id
 from aitp.runtime import Runtime
@@ -125,19 +126,16 @@ class WebhookDeliveries:
     async def _follow(self) -> None:
         hub, changed = self.rt.hub, self.rt.state(webhooks.changes)
         while True:
-            written, touched = hub.any_event.waiter(), changed.waiter()  # taken before reading: nothing missed
+            woken = first_of(hub.any_event, changed)  # taken before reading: nothing missed
             try:
                 await self._derive_all()
             except Exception:  # a store hiccup must not end deliveries for good
                 log.exception("webhooks: deriving deliveries failed; retrying in 1s")
                 await asyncio.sleep(1.0)
                 continue
-            waits = [asyncio.ensure_future(written.wait()), asyncio.ensure_future(touched.wait())]
-            try:
-                await asyncio.wait(waits, timeout=POLL, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for waiting in waits:
-                    waiting.cancel()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(POLL):
+                    await woken.wait()
 
     async def _derive_all(self) -> None:
         endpoints = await self.rt.store.webhooks.enabled()

@@ -76,12 +76,25 @@ class Signal:
 
     def waiter(self) -> Wakeup:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.add(future)
+        return Wakeup(future)
+
+    def add(self, future: asyncio.Future[None]) -> None:
+        """Set `future` at the next fire (if nothing else has by then)."""
         waiters = self._waiters
         waiters.append(future)
         if len(waiters) >= self._compact_at:  # amortised O(1) per waiter
             self._waiters = waiters = [waiting for waiting in waiters if not waiting.done()]
             self._compact_at = max(COMPACT_AT, 2 * len(waiters))
-        return Wakeup(future)
+
+
+def first_of(*signals: Signal) -> Wakeup:
+    """One waiter on several signals, set by whichever fires first: one future, where a task per signal
+    and `asyncio.wait` cost twice as much per turn (a delivery engine waits so at every event)."""
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    for signal in signals:
+        signal.add(future)
+    return Wakeup(future)
 
 
 class ThreadFeed:

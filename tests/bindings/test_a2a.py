@@ -229,6 +229,15 @@ async def test_an_invalid_data_part_is_refused_with_the_mapped_error(store: Stor
         with pytest.raises(InvalidParamsError) as refused:
             await collect(client.send_message(SendMessageRequest(message=bad)))
         assert refused.value.data["aitp_code"] == "invalid_capability_message"
+        # a new context (its thread opened with the message in one write) or a named one: the same refusal
+        in_context = a2a_message(
+            data_part({"$schema": DECISIONS, "decision": {"options": "none"}}), extensions=[DECISIONS], contextId="c-1"
+        )
+        with pytest.raises(InvalidParamsError) as refused_in_context:
+            await collect(client.send_message(SendMessageRequest(message=in_context)))
+        assert refused_in_context.value.data == refused.value.data
+        assert refused_in_context.value.message == refused.value.message
+        assert refused.value.data["param"].startswith("content[0]")
         unknown = a2a_message(data_part({"$schema": "https://example.com/nope.json", "x": {}}))
         with pytest.raises(ContentTypeNotSupportedError):
             await collect(client.send_message(SendMessageRequest(message=unknown)))

@@ -15,8 +15,9 @@ from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services import threads
 from aitp.services.access import readable_thread
-from aitp.services.requests import ActorDeclaration, NewThread
+from aitp.services.requests import ActorDeclaration, NewMessage, NewThread
 from aitp.store.a2a import A2AAgentRecord
+from aitp.store.base import MessageRecord
 
 THREAD_PREFIX = "thread_"
 
@@ -36,6 +37,16 @@ async def existing_thread(rt: Runtime, principal: Principal, agent: A2AAgentReco
     return None
 
 
+def _new_thread(
+    rt: Runtime, principal: Principal, agent: A2AAgentRecord, capabilities: Iterable[str], first: NewMessage | None
+) -> NewThread:
+    own = [url for url in dict.fromkeys(capabilities) if rt.registry.resolve(url) is not None]
+    actors = [ActorDeclaration(id=principal.actor, capabilities=own)]
+    if agent.actor != principal.actor:
+        actors.append(ActorDeclaration(id=agent.actor, capabilities=list(agent.capabilities)))
+    return NewThread(actors=actors, messages=None if first is None else [first])
+
+
 async def thread_for(
     rt: Runtime, principal: Principal, agent: A2AAgentRecord, context_id: str | None, capabilities: Iterable[str]
 ) -> str:
@@ -44,17 +55,25 @@ async def thread_for(
         found = await existing_thread(rt, principal, agent, context_id)
         if found is not None:
             return found
-    own = [url for url in dict.fromkeys(capabilities) if rt.registry.resolve(url) is not None]
-    actors = [ActorDeclaration(id=principal.actor, capabilities=own)]
-    if agent.actor != principal.actor:
-        actors.append(ActorDeclaration(id=agent.actor, capabilities=list(agent.capabilities)))
-    thread, _ = await threads.create_thread(rt, principal, NewThread(actors=actors))
+    thread, _ = await threads.create_thread(rt, principal, _new_thread(rt, principal, agent, capabilities, None))
     if not context_id:
         return thread.id
     bound = await rt.store.a2a.bind_context(principal.actor, agent.actor, context_id, thread.id)
     if bound != thread.id:  # another request opened the context first: its thread is the context's
         await threads.delete_thread(rt, principal, thread.id)
     return bound
+
+
+async def open_with(
+    rt: Runtime, principal: Principal, agent: A2AAgentRecord, capabilities: Iterable[str], first: NewMessage
+) -> MessageRecord:
+    """A new context: its thread opened with its first message in one write (the message as stored).
+    A context the client names goes through `thread_for` instead: the thread is bound to it before anything
+    is posted, so a thread that loses the race to bind is deleted before any actor saw a message in it."""
+    body = _new_thread(rt, principal, agent, capabilities, first)
+    # its refusals name the message's fields as a message posted into a thread does (`content[0]...`)
+    _, _, (record,) = await threads.create_thread_with_messages(rt, principal, body, lambda _: "")
+    return record
 
 
 async def threads_with(rt: Runtime, principal: Principal, agent: A2AAgentRecord, limit: int) -> list[str]:

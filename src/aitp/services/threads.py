@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -10,7 +10,15 @@ from pydantic import TypeAdapter, ValidationError
 
 from aitp.capabilities.correlate import Correlation, correlate
 from aitp.capabilities.declarations import normalize_declaration
-from aitp.errors import InvalidRequest, NotFound, PermissionDenied, most_specific_error, param_of, thread_not_found
+from aitp.errors import (
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    most_specific_error,
+    param_of,
+    param_path,
+    thread_not_found,
+)
 from aitp.events import payloads
 from aitp.ids import new_id
 from aitp.inputs import limits
@@ -90,12 +98,16 @@ def _split_metadata(metadata: dict[str, Any]) -> tuple[dict[str, str], Any, Any]
     return check_metadata(user), metadata.get("actors"), metadata.get("parent_id")
 
 
-def _check_limits(rt: Runtime, body: NewThread) -> None:
+def _in_messages(i: int) -> str:
+    return f"messages[{i}]"
+
+
+def _check_limits(rt: Runtime, body: NewThread, message_param: Callable[[int], str]) -> None:
     """Counts, lengths and nesting of everything sent, before any other work."""
     messages = body.messages or []
     limits.check_count(messages, rt.settings.max_thread_messages, "messages", "initial messages", "too_many_messages")
     for i, item in enumerate(messages):
-        param = f"messages[{i}]"
+        param = message_param(i)
         if isinstance(item, str):
             limits.check_content(item, rt.settings, param)  # an AITP-T01 message: one text part
         else:
@@ -117,7 +129,17 @@ def _check_actor_limits(
 
 async def create_thread(rt: Runtime, principal: Principal, body: NewThread) -> Thread:
     """Create a thread with its actors (the caller among them) and its first messages, in one write."""
-    _check_limits(rt, body)
+    thread, actors, _ = await create_thread_with_messages(rt, principal, body)
+    return thread, actors
+
+
+async def create_thread_with_messages(
+    rt: Runtime, principal: Principal, body: NewThread, message_param: Callable[[int], str] = _in_messages
+) -> tuple[ThreadRecord, list[ActorRecord], list[MessageRecord]]:
+    """As `create_thread`, with the first messages as stored (their seqs set). `message_param(i)` names the
+    i-th message in refusals (`messages[i]`; a face that posts one message as the thread opens names it as
+    its message posts name it)."""
+    _check_limits(rt, body, message_param)
     created_at = now()
     thread_id = new_id("thread")
     user_metadata, meta_actors, meta_parent = _split_metadata(body.metadata or {})
@@ -166,9 +188,11 @@ async def create_thread(rt: Runtime, principal: Principal, body: NewThread) -> T
     done = Correlation()
     for i, item in enumerate(body.messages or []):
         request = NewMessage(content=[item]) if isinstance(item, str) else item
-        record, parts = message_service.build_message(rt, principal, view, request, created_at, f"messages[{i}]")
+        param = message_param(i)
+        record, parts = message_service.build_message(rt, principal, view, request, created_at, param)
         if parts:
-            done.extend(await correlate(rt.store, thread_id, record.id, record.actor, parts, f"messages[{i}].content"))
+            where = param_path(param, ["content"])
+            done.extend(await correlate(rt.store, thread_id, record.id, record.actor, parts, where))
         messages.append((record, NewEvent("thread.message.created", payloads.message_payload(record), created_at)))
 
     created = NewEvent("thread.created", payloads.thread_payload(thread, actors), created_at)
@@ -176,7 +200,7 @@ async def create_thread(rt: Runtime, principal: Principal, body: NewThread) -> T
         await rt.store.create_thread(thread, actors, created, messages, done.refs)
     except DuplicateRef as exc:
         raise done.conflict(exc) from None
-    return thread, actors
+    return thread, actors, [record for record, _ in messages]
 
 
 async def get_thread(rt: Runtime, principal: Principal, thread_id: str) -> Thread:

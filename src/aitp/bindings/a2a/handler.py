@@ -148,12 +148,14 @@ async def _send(call: Call, message: Message, requested: set[str]) -> tuple[Task
             record = await _post(call, view.first.thread_id, content, {**metadata, TASK: view.id})
             view.apply(record)
             return view, record.seq
-        thread_id = await contexts.thread_for(
-            call.rt, call.principal, call.agent, message.context_id or None, [*message.extensions, *requested]
-        )
+        capabilities = [*message.extensions, *requested]
         if message.context_id:
             metadata[CONTEXT_ID] = message.context_id
-        record = await _post(call, thread_id, content, metadata)
+            thread_id = await contexts.thread_for(call.rt, call.principal, call.agent, message.context_id, capabilities)
+            record = await _post(call, thread_id, content, metadata)
+        else:  # a new context: its thread and the task's first message are one write
+            first = NewMessage(content=content, metadata=metadata)
+            record = await contexts.open_with(call.rt, call.principal, call.agent, capabilities, first)
     except APIError as error:
         raise a2a_error(error) from None
     return TaskView(record, caller=call.caller, agent=call.agent.actor), record.seq

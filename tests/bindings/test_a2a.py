@@ -148,6 +148,27 @@ async def test_message_send_is_answered_by_the_aitp_agent(store: Store) -> None:
             assert again.status.state == COMPLETED and again.context_id == task.context_id
 
 
+@pytest.mark.parametrize("ending", ["thread deleted", "caller removed"])
+async def test_a_send_waiting_for_its_agent_returns_the_task_working_when_the_thread_ends(
+    store: Store, ending: str
+) -> None:
+    async with service(store, a2a_wait_seconds=120) as svc:
+        await svc.a2a_settings("shop", serve=True)
+
+        async def end_the_thread(incoming: Incoming) -> None:  # the agent never answers: it ends the thread
+            if ending == "thread deleted":
+                response = await svc.admin.delete(f"/v1/threads/{incoming.thread_id}")
+            else:
+                response = await svc.admin.delete(f"/v1/threads/{incoming.thread_id}/actors/alice")
+            assert response.status_code == 200, response.text
+
+        async with agent_running(svc.base, await svc.key("shop"), end_the_thread):
+            client = await svc.client(await svc.key("alice"), "shop", streaming=False)
+            async with asyncio.timeout(30):  # well before the 120 s wait: the wait saw the thread end
+                [response] = await collect(client.send_message(SendMessageRequest(message=text_message("hello"))))
+            assert response.task.status.state == WORKING
+
+
 async def test_a_stream_shows_the_task_then_its_completion(store: Store) -> None:
     async with service(store) as svc:
         await svc.a2a_settings("shop", serve=True)

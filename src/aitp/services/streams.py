@@ -15,6 +15,15 @@ from aitp.services.paging import LogPage, log_page
 from aitp.store.base import EventRecord
 
 
+def thread_end(record: EventRecord, principal: Principal) -> str | None:
+    """Why `principal` can follow the thread no further after this event of it, or None."""
+    if record.type == "thread.deleted":
+        return "thread deleted"
+    if record.type == "thread.actor.left" and record.data.get("id") == principal.actor and not principal.admin:
+        return "removed from the thread"
+    return None
+
+
 @asynccontextmanager
 async def thread_stream(
     rt: Runtime, principal: Principal, thread_id: str, after: int, render: Render
@@ -25,11 +34,7 @@ async def thread_stream(
     await readable_thread(rt, principal, thread_id)
 
     def ends(record: EventRecord) -> str | None:
-        if record.type == "thread.deleted":
-            return "thread deleted"
-        if record.type == "thread.actor.left" and record.data.get("id") == principal.actor and not principal.admin:
-            return "removed from the thread"
-        return None
+        return thread_end(record, principal)
 
     try:
         with rt.hub.follow(thread_id) as feed:

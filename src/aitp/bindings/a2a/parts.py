@@ -93,8 +93,13 @@ def _message_id(record: MessageRecord) -> str:
     return record.metadata.get("a2a_message_id") or record.id
 
 
+# read once: attribute access on protobuf's enum wrapper, and its Name(), cost more than the rest of a role
+AGENT_ROLE, USER_ROLE = Role.Value("ROLE_AGENT"), Role.Value("ROLE_USER")
+AGENT_ROLE_NAME, USER_ROLE_NAME = Role.Name(AGENT_ROLE), Role.Name(USER_ROLE)
+
+
 def _role(record: MessageRecord, agent: str) -> Role.ValueType:
-    return Role.ROLE_AGENT if record.actor == agent else Role.ROLE_USER
+    return AGENT_ROLE if record.actor == agent else USER_ROLE
 
 
 def a2a_message(record: MessageRecord, *, agent: str, task_id: str, context_id: str) -> Message:
@@ -118,7 +123,7 @@ def a2a_message_json(record: MessageRecord, *, agent: str, task_id: str, context
     message: dict[str, Any] = {"messageId": _message_id(record), "contextId": context_id}
     if task_id:
         message["taskId"] = task_id
-    message["role"] = Role.Name(_role(record, agent))
+    message["role"] = AGENT_ROLE_NAME if record.actor == agent else USER_ROLE_NAME
     parts = _parts(record)
     if parts:
         message["parts"] = [MessageToDict(p) if isinstance(p, Part) else p for p in parts]

@@ -13,6 +13,7 @@ a stream of a task resumes from the thread's event log without a gap.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -36,6 +37,14 @@ WORKING, COMPLETED, CANCELED = (
 INPUT_REQUIRED = TaskState.TASK_STATE_INPUT_REQUIRED
 ENDED = frozenset({COMPLETED, CANCELED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED})
 SEPARATOR = "."
+STATE_NAMES = {value: name for name, value in TaskState.items()}  # TaskState.Name, without its lookup per call
+
+
+@functools.lru_cache(maxsize=64)
+def _timestamp(seconds: int) -> str:
+    """A Timestamp of whole seconds as protobuf's JSON printer writes it (tasks of one second share it:
+    formatting a datetime was as costly as printing the rest of the task)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def task_id(thread_id: str, message_id: str) -> str:
@@ -141,10 +150,10 @@ class TaskView:
         def message(record: MessageRecord) -> dict[str, Any]:
             return a2a_message_json(record, agent=self.agent, task_id=self.id, context_id=self.context_id)
 
-        status: dict[str, Any] = {"state": TaskState.Name(self.state)}
+        status: dict[str, Any] = {"state": STATE_NAMES[self.state]}
         if self.status_message is not None:
             status["message"] = message(self.status_message)
-        status["timestamp"] = datetime.fromtimestamp(int(self.updated_at), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status["timestamp"] = _timestamp(int(self.updated_at))
         task: dict[str, Any] = {"id": self.id, "contextId": self.context_id, "status": status}
         shown = self._shown(history_length)
         if shown:

@@ -47,6 +47,15 @@ class Recent(Generic[K, V]):
                 self._entries.popitem(last=False)
         return loaded
 
+    def put(self, key: K, value: V) -> None:
+        """Remember `value` for `key` as if just loaded (what this process has just written)."""
+        if self.ttl <= 0:
+            return
+        self._entries[key] = (value, time.monotonic() + self.ttl)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_size:
+            self._entries.popitem(last=False)
+
     def peek(self, key: K) -> V | None:
         """The value of `key` if one is remembered (and not expired), without loading it."""
         entry = self._entries.get(key)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import pytest
+
+from aitp.store import Store
 from tests.conftest import API
 
 PAYMENTS = "https://aitp.dev/capabilities/aitp-01-payments/v1.0.0/schema.json"
@@ -244,3 +248,30 @@ async def test_list_threads_shows_only_the_callers_threads_paged(api: API) -> No
     assert [t["id"] for t in ascending["data"]] == mine + [shared]
     everything = (await api.admin.get("/threads", params={"limit": 100})).json()
     assert len(everything["data"]) == 7
+
+
+async def test_posts_into_a_thread_this_process_just_created_do_not_read_it_again(
+    api: API, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The creator's process remembers the thread as it wrote it (its members' first answers are the hot
+    path of an A2A SendMessage); a change to its actors is read again."""
+    reads: list[str] = []
+    get_thread_with_actors = store.get_thread_with_actors
+
+    async def counted(thread_id: str) -> Any:
+        reads.append(thread_id)
+        return await get_thread_with_actors(thread_id)
+
+    monkeypatch.setattr(store, "get_thread_with_actors", counted)
+    shop = await api.actor("shop")
+    alice = api.client(await api.key_for("alice"))
+    thread = (await shop.post("/threads", json={"actors": [{"id": "alice"}], "messages": ["hello"]})).json()["id"]
+    assert (await alice.post(f"/threads/{thread}/messages", json={"content": "hi"})).status_code == 200
+    assert (await shop.post(f"/threads/{thread}/messages", json={"content": "how can I help?"})).status_code == 200
+    assert reads == []
+    added = await shop.post(f"/threads/{thread}/actors", json={"id": "bob"})
+    assert added.status_code == 200, added.text
+    reads.clear()
+    bob = api.client(await api.key_for("bob"))
+    assert (await bob.post(f"/threads/{thread}/messages", json={"content": "me too"})).status_code == 200
+    assert reads == [thread]  # the join made this process forget it: read once, with bob in it

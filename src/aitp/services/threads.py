@@ -26,7 +26,7 @@ from aitp.inputs.shapes import check_metadata
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
 from aitp.services import messages as message_service
-from aitp.services.access import ThreadView, readable_thread
+from aitp.services.access import ThreadView, readable_thread, thread_views
 from aitp.services.paging import cursor_page
 from aitp.services.requests import ActorDeclaration, NewMessage, NewThread, ThreadChanges
 from aitp.store.base import ActorRecord, DuplicateRef, MessageRecord, NewEvent, Order, ThreadRecord
@@ -200,6 +200,8 @@ async def create_thread_with_messages(
         await rt.store.create_thread(thread, actors, created, messages, done.refs)
     except DuplicateRef as exc:
         raise done.conflict(exc) from None
+    # the thread as just written: the next posts into it (its members' first answers) need not read it
+    rt.state(thread_views).put(thread_id, view)
     return thread, actors, [record for record, _ in messages]
 
 

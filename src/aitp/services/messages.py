@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from aitp.capabilities.correlate import Correlation, correlate
 from aitp.capabilities.messages import CapabilityNotSupported, CapabilityPart, check_parts
@@ -28,21 +29,42 @@ def not_a_member(actor: str, param: str) -> InvalidRequest:
     )
 
 
+class _Fields(NamedTuple):
+    """The `param` of each field of a message, for refusals."""
+
+    actor: str
+    content: str
+    attachments: str
+    metadata: str
+
+
+@functools.lru_cache(maxsize=256)
+def _fields_of(param: str) -> _Fields:
+    """The fields' params under `param` (the same few prefixes every time: written once, not per message)."""
+    return _Fields(
+        param_path(param, ["metadata", "actor"]),
+        param_path(param, ["content"]),
+        param_path(param, ["attachments"]),
+        param_path(param, ["metadata"]),
+    )
+
+
 def build_message(
     rt: Runtime, principal: Principal, view: ThreadView, body: NewMessage, created_at: int, param: str = ""
 ) -> tuple[MessageRecord, list[tuple[CapabilityPart, str]]]:
     """A message record: author checked (no impersonation, must be a member), role derived,
     capability parts validated and summarised in `aitp`."""
     metadata = dict(body.metadata or {})
-    actor = acting_actor(principal, metadata.pop("actor", None), param_path(param, ["metadata", "actor"]))
+    where = _fields_of(param)
+    actor = acting_actor(principal, metadata.pop("actor", None), where.actor)
     if view.member(actor) is None:
-        raise not_a_member(actor, param_path(param, ["metadata", "actor"]))
+        raise not_a_member(actor, where.actor)
     # The role is derived from the author whatever the client sent: generic OpenAI-SDK tools always send
     # "user", and an agent of another owner must not be refused for it (the response shows the role kept).
     role = role_of(actor, view.thread.creator)
-    content = normalize_content(body.content, param_path(param, ["content"]))
-    attachments = check_attachments(body.attachments, param_path(param, ["attachments"]))
-    metadata = check_metadata(metadata, param_path(param, ["metadata"]))
+    content = normalize_content(body.content, where.content)
+    attachments = check_attachments(body.attachments, where.attachments)
+    metadata = check_metadata(metadata, where.metadata)
     aitp, parts = check_parts(
         rt.registry,
         content,
@@ -50,7 +72,7 @@ def build_message(
         declarations=view.declarations(rt.registry),
         accept_unknown=rt.settings.unknown_capabilities == "accept",
         max_depth=rt.settings.max_json_depth,
-        where=param_path(param, ["content"]),
+        where=where.content,
     )
     record = MessageRecord(
         id=new_id("msg"),

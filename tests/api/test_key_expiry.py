@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from aitp.services.keys import create_key
+from aitp.services.keys import EXPIRED_KEYS_KEPT, create_key
 from aitp.store import Store, open_store
 from aitp.testing import ServerProcess
 from tests.api.test_revocation import admin_client, close_of, sse_until_end
@@ -43,6 +43,23 @@ async def test_a_key_past_its_expiry_is_refused_with_its_own_code(api: API, stor
     assert listed[lapsed.record.id] == lapsed.record.created_at - 1
     assert listed[current.record.id] == current.record.created_at + 3600
     assert listed[lasting.record.id] is None
+
+
+async def test_a_sign_in_deletes_the_keys_that_expired_over_a_week_ago(api: API, store: Store) -> None:
+    """Sign-in links make a key each time: the expired ones go, a week after they expired (until then their
+    holder is told to sign in again, not that the key is unknown)."""
+    old = await create_key(store, "alice", lifetime=-(EXPIRED_KEYS_KEPT + 60))
+    recent = await create_key(store, "alice", lifetime=-60)
+    lasting = await create_key(store, "alice")
+    code = (await api.admin.post("/sign-in-codes", json={"actor": "alice"})).json()["code"]
+    signed_in = await api.client(None).post("/sign-in", json={"code": code})
+    assert signed_in.status_code == 200, signed_in.text
+
+    listed = {key["id"] for key in (await api.admin.get("/keys")).json()["data"]}
+    assert old.record.id not in listed
+    assert {recent.record.id, lasting.record.id, signed_in.json()["id"]} <= listed
+    assert (await api.client(old.secret).get("/threads")).json()["error"]["code"] == "invalid_api_key"
+    assert (await api.client(recent.secret).get("/threads")).json()["error"]["code"] == "expired_api_key"
 
 
 async def test_a_sign_in_links_key_expires_after_the_configured_days(api: API) -> None:

@@ -968,6 +968,17 @@ async def test_a_key_keeps_its_expiry(store: Store) -> None:
     assert (listed[expiring.id], listed[lasting.id]) == (1_900_000_000, None)
 
 
+async def test_purging_expired_keys_deletes_only_those_that_expired_before_the_time_given(store: Store) -> None:
+    long_expired, just_expired = key_rec("a", expires_at=1_000), key_rec("b", expires_at=1_999)
+    at_the_limit, later, lasting = key_rec("c", expires_at=2_000), key_rec("d", expires_at=5_000), key_rec("e")
+    for key in (long_expired, just_expired, at_the_limit, later, lasting):
+        await store.keys.create(key)
+
+    assert await store.keys.purge_expired(2_000) == 2
+    assert await store.keys.all() == sorted([at_the_limit, later, lasting], key=lambda key: key.id)
+    assert await store.keys.purge_expired(2_000) == 0
+
+
 async def test_has_admin_key_only_while_an_admin_key_exists(store: Store) -> None:
     assert await store.keys.has_admin() is False
     await store.keys.create(key_rec("user"))

@@ -14,6 +14,11 @@ from aitp.services.connections import StreamSlots
 from aitp.store.base import Store
 from aitp.store.keys import KeyRecord
 
+# How long an expired key is kept: its holder is told `expired_api_key` ("sign in again"), not that the key
+# is unknown. Then it is deleted, when another key that expires is made (each sign-in makes one): keys from
+# sign-in links would otherwise pile up for good.
+EXPIRED_KEYS_KEPT = 7 * 86_400
+
 
 @dataclass(frozen=True)
 class CreatedKey:
@@ -38,6 +43,8 @@ async def create_key(
         scopes=sorted(set(scopes or [])),
         expires_at=None if lifetime is None else created_at + int(lifetime),
     )
+    if record.expires_at is not None:
+        await store.keys.purge_expired(created_at - EXPIRED_KEYS_KEPT)
     await store.keys.create(record)
     return CreatedKey(record, secret)
 

@@ -43,3 +43,8 @@ class KeyStore(abc.ABC):
 
     @abc.abstractmethod
     async def has_admin(self) -> bool: ...
+
+    @abc.abstractmethod
+    async def purge_expired(self, before: int) -> int:
+        """Delete the keys that expired before `before` (unix seconds; keys that never expire stay); returns
+        how many. An indexed delete."""

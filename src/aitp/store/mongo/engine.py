@@ -82,6 +82,7 @@ class MongoEngine:
         await db.memberships.create_index([("thread_id", ASCENDING), ("actor_id", ASCENDING), ("to_seq", ASCENDING)])
         await audience_to_memberships(db)
         await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
+        await db.api_keys.create_index([("expires_at", ASCENDING)])  # purging expired keys
         await db.capability_refs.create_index([("message_id", ASCENDING)])
         # MongoDB deletes each record once its own `expires_at` has passed (so changing the retention
         # needs no index rebuild); `MongoIdempotency.purge` does the same for servers without a TTL monitor.

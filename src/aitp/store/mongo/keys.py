@@ -58,5 +58,10 @@ class MongoKeys(KeyStore):
         found = self._keys.find({"_id": {"$in": list(key_ids)}}, {"_id": 1, "expires_at": 1})
         return {doc["_id"]: doc.get("expires_at") async for doc in found}
 
+    async def purge_expired(self, before: int) -> int:
+        # `$type: number` leaves keys that never expire (None, or no field: written before keys could expire)
+        expired = {"expires_at": {"$type": "number", "$lt": before}}
+        return int((await self._keys.delete_many(expired)).deleted_count)
+
     async def has_admin(self) -> bool:
         return await self._keys.find_one({"admin": True}) is not None

@@ -68,6 +68,10 @@ class SQLiteKeys(KeyStore):
 
         return await self._engine.run(op)
 
+    async def purge_expired(self, before: int) -> int:
+        expired = "DELETE FROM api_keys WHERE expires_at IS NOT NULL AND expires_at < ?"
+        return await self._engine.write(lambda conn: conn.execute(expired, (before,)).rowcount)
+
     async def has_admin(self) -> bool:
         admin = "SELECT 1 FROM api_keys WHERE admin = 1 LIMIT 1"
         return await self._engine.run(lambda conn: conn.execute(admin).fetchone() is not None)

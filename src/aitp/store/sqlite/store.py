@@ -81,6 +81,8 @@ def _key_expiry_column(conn: sqlite3.Connection) -> None:
     columns = {row["name"] for row in conn.execute("PRAGMA table_info(api_keys)")}
     if "expires_at" not in columns:
         conn.execute("ALTER TABLE api_keys ADD COLUMN expires_at INTEGER")
+    # here, not in the schema: a store written before has the column only from the line above
+    conn.execute("CREATE INDEX IF NOT EXISTS api_keys_expires_at ON api_keys (expires_at)")
 
 
 def _upgrade(conn: sqlite3.Connection) -> None:

@@ -346,6 +346,40 @@ async def test_an_a2a_agent_answers_in_a_thread_as_its_actor(store: Store) -> No
         assert [m.context_id for m in parrot.heard] == [thread.id]
 
 
+async def test_writes_in_threads_without_the_a2a_agent_do_not_wake_its_delivery(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An A2A agent's worker wakes for its own threads' events (as its inbox streams would), not at every
+    write anywhere: each wake-up reads its settings and takes its lease (a write)."""
+    parrot = Parrot()
+    async with (
+        sdk_agent(parrot) as card_url,
+        service(store, webhook_allow=(card_url.split("/.well-known")[0] + "/",)) as svc,
+    ):
+        assert (await svc.a2a_settings("parrot", agent_card_url=card_url)).status_code == 200
+        async with AitpClient(base_url=svc.base, api_key=await svc.key("alice")) as alice:
+            await alice.create_message((await alice.create_thread(actors=[{"id": "alice"}])).id, content="start")
+            await asyncio.sleep(0.2)  # the worker has started and read the agent once
+            looks: list[str] = []
+            get = store.a2a.get
+
+            async def counted(actor: str) -> Any:
+                looks.append(actor)
+                return await get(actor)
+
+            monkeypatch.setattr(store.a2a, "get", counted)
+            elsewhere = await alice.create_thread(actors=[{"id": "alice"}])
+            for i in range(20):
+                await alice.create_message(elsewhere.id, content=f"not for the parrot {i}")
+            assert len(looks) <= 2  # its POLL (1 s) may fall in these writes; 21 before
+            with_parrot = await alice.create_thread(actors=[{"id": "alice"}, {"id": "parrot"}])
+            await alice.create_message(with_parrot.id, content="hello")
+            async with asyncio.timeout(10):
+                while len((await alice.list_messages(with_parrot.id)).data) < 2:
+                    await asyncio.sleep(0.05)
+        assert [m.parts[0].text for m in parrot.heard] == ["hello"]
+
+
 class Hangs(Parrot):
     """An agent that never answers its first message (the instance sending it stops meanwhile)."""
 

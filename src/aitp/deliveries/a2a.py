@@ -1,8 +1,10 @@
 """A2A agents standing in threads as actors: each actor with an Agent Card URL (`store.a2a`) has its inbox
 sent there, and what the agent answers is posted into the thread as that actor.
 
-- Reading: the actor's inbox is read from its cursor when the hub says something was written (or every
-  `POLL` seconds); messages of other actors are sent, everything else is passed over.
+- Reading: the actor's inbox is read from its cursor when the hub wakes that actor's inbox (an event in one
+  of its threads, as for its inbox streams; other processes' through the tailer), or every `POLL` seconds;
+  messages of other actors are sent, everything else is passed over. A write elsewhere wakes no agent's
+  worker: only the look for new remote agents, which reads one list.
 - At least once: one instance at a time delivers to an agent, the holder of its lease (a reservation in
   the idempotency store, scope `LEASE_SCOPE`, key the actor: atomic, and taken over once it runs out). The
   holder moves the cursor (`A2AStore.advance`, compare-and-set) past each message after sending it, and
@@ -63,7 +65,6 @@ class A2ADeliveries:
         self.from_a2a = from_a2a
         self.counters: dict[str, int] = {"sent": 0, "answered": 0, "failed": 0}
         self._workers: dict[str, asyncio.Task[None]] = {}
-        self._wake: dict[str, asyncio.Event] = {}
         self._clients: dict[str, tuple[float, Client]] = {}
         self._pump: asyncio.Task[None] | None = None
         self._http: httpx.AsyncClient | None = None
@@ -93,8 +94,7 @@ class A2ADeliveries:
                 log.exception("a2a: reading the remote agents failed; retrying in 1s")
                 await asyncio.sleep(1.0)
                 continue
-            for remote in remotes:
-                self._wake.setdefault(remote.actor, asyncio.Event()).set()
+            for remote in remotes:  # a new one gets its worker; the others wake on their own inbox
                 worker = self._workers.get(remote.actor)
                 if worker is None or worker.done():
                     self._workers[remote.actor] = asyncio.create_task(self._work(remote.actor))
@@ -104,19 +104,22 @@ class A2ADeliveries:
 
     async def _work(self, actor: str) -> None:
         """One agent's deliveries, one message at a time (a slow agent delays no other)."""
-        wake = self._wake[actor]
-        while True:
-            await wake.wait()
-            wake.clear()
-            try:
-                remote = await self.rt.store.a2a.get(actor)
-                if remote is None or remote.card_url is None:
-                    return
-                await self._deliver(remote)
-            except Exception:
-                log.exception("a2a: delivering to %s failed; retrying in 1s", actor)
-                await asyncio.sleep(1.0)
-                wake.set()
+        with self.rt.hub.follow_inbox(actor) as inbox:
+            while True:
+                written = inbox.waiter()  # taken before reading: nothing missed
+                try:
+                    remote = await self.rt.store.a2a.get(actor)
+                    if remote is None or remote.card_url is None:
+                        return
+                    if await self._deliver(remote):
+                        continue  # the lease ran short with messages left: take it again at once
+                except Exception:
+                    log.exception("a2a: delivering to %s failed; retrying in 1s", actor)
+                    await asyncio.sleep(1.0)
+                    continue
+                with contextlib.suppress(TimeoutError):  # POLL: another instance's lease may have run out
+                    async with asyncio.timeout(POLL):
+                        await written.wait()
 
     @property
     def lease(self) -> float:
@@ -124,15 +127,15 @@ class A2ADeliveries:
         settings = self.rt.settings
         return max(settings.webhook_lease_seconds, settings.webhook_timeout + 5.0)
 
-    async def _deliver(self, remote: A2AAgentRecord) -> None:
+    async def _deliver(self, remote: A2AAgentRecord) -> bool:
+        """Deliver under the agent's lease; whether messages are left that it ran too short for."""
         now = time.time()
         token = new_id("lease")
         held = IdempotencyRecord(LEASE_SCOPE, remote.actor, LEASE_SCOPE, token, now, now + self.lease)
         if await self.rt.store.idempotency.claim(held, pending_timeout=self.lease) is not None:
-            return  # another instance delivers; the pump looks again within POLL
+            return False  # another instance delivers; this worker looks again within POLL
         try:
-            if not await self._deliver_until(remote, now + self.lease - self.rt.settings.webhook_timeout - 5.0):
-                self._wake[remote.actor].set()  # the lease ran short with messages left: take it again
+            return not await self._deliver_until(remote, now + self.lease - self.rt.settings.webhook_timeout - 5.0)
         finally:
             await self.rt.store.idempotency.release(LEASE_SCOPE, remote.actor, token)
 

@@ -324,13 +324,20 @@ async def sdk_agent(executor: AgentExecutor) -> AsyncIterator[str]:
         yield f"{base}/.well-known/agent-card.json"
 
 
-async def test_an_a2a_agent_answers_in_a_thread_as_its_actor(store: Store) -> None:
-    parrot = Parrot()
+@asynccontextmanager
+async def parrot_in_service(store: Store, parrot: Parrot) -> AsyncIterator[Service]:
+    """The service with `parrot` (a remote A2A agent) standing in threads as the actor `parrot`."""
     async with (
         sdk_agent(parrot) as card_url,
         service(store, webhook_allow=(card_url.split("/.well-known")[0] + "/",)) as svc,
     ):
         assert (await svc.a2a_settings("parrot", agent_card_url=card_url)).status_code == 200
+        yield svc
+
+
+async def test_an_a2a_agent_answers_in_a_thread_as_its_actor(store: Store) -> None:
+    parrot = Parrot()
+    async with parrot_in_service(store, parrot) as svc:
         async with AitpClient(base_url=svc.base, api_key=await svc.key("alice")) as alice:
             thread = await alice.create_thread(actors=[{"id": "alice"}, {"id": "parrot"}])
             await alice.create_message(thread.id, content="hello")
@@ -352,11 +359,7 @@ async def test_writes_in_threads_without_the_a2a_agent_do_not_wake_its_delivery(
     """An A2A agent's worker wakes for its own threads' events (as its inbox streams would), not at every
     write anywhere: each wake-up reads its settings and takes its lease (a write)."""
     parrot = Parrot()
-    async with (
-        sdk_agent(parrot) as card_url,
-        service(store, webhook_allow=(card_url.split("/.well-known")[0] + "/",)) as svc,
-    ):
-        assert (await svc.a2a_settings("parrot", agent_card_url=card_url)).status_code == 200
+    async with parrot_in_service(store, parrot) as svc:
         async with AitpClient(base_url=svc.base, api_key=await svc.key("alice")) as alice:
             await alice.create_message((await alice.create_thread(actors=[{"id": "alice"}])).id, content="start")
             await asyncio.sleep(0.2)  # the worker has started and read the agent once

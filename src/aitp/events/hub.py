@@ -206,15 +206,18 @@ class ThreadFeed:
             return
 
     async def _refresh(self, cursor: int) -> None:
-        start = self._recent[-1].seq if self._recent else cursor if self._head is None else self._head
+        if self._recent:
+            start = self._recent[-1].seq
+        else:
+            start = cursor if self._head is None else self._head
         fetched = await self.store.list_events(self.thread_id, after=start, limit=RECENT_EVENTS)
-        if len(fetched) == RECENT_EVENTS:
-            self._stale = True  # there may be more; the next reader fetches them
+        if len(fetched) == RECENT_EVENTS:  # cut short: there may be more, which the next reader fetches
+            self._stale, self._head = True, None
+        else:  # the end of the log
+            self._head = fetched[-1].seq if fetched else start
         if fetched and self._recent and fetched[0].seq != self._recent[-1].seq + 1:
             self._recent.clear()
         self._recent.extend(fetched)
-        # the end of the log unless the read was cut short (then a reader at its last event reads the store)
-        self._head = None if len(fetched) == RECENT_EVENTS else fetched[-1].seq if fetched else start
         # frames of events that left the window go too: from the oldest rendered (most are rendered in seq
         # order, as the window grows), or by a scan if some were rendered out of order
         first = self._recent[0].seq if self._recent else 0

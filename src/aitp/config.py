@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 DEFAULT_STORE = "sqlite:///" + str(Path("aitp-data") / "aitp.db")
+# the longest lifetime a setting may give (a key's, a stored record's): its expiry stays an integer stores keep
+MAX_DAYS = 36_500
 
 
 @dataclass(frozen=True)
@@ -105,9 +108,20 @@ class Settings:
             rate_limit=float(env.get("AITP_RATE_LIMIT") or cls.rate_limit),
             rate_burst=int(env.get("AITP_RATE_BURST") or cls.rate_burst),
             max_streams_per_key=int(env.get("AITP_MAX_STREAMS_PER_KEY") or cls.max_streams_per_key),
-            idempotency_ttl_hours=_idempotency_ttl(env.get("AITP_IDEMPOTENCY_TTL_HOURS") or cls.idempotency_ttl_hours),
-            sign_in_key_days=_positive(
-                "AITP_SIGN_IN_KEY_DAYS", env.get("AITP_SIGN_IN_KEY_DAYS") or cls.sign_in_key_days
+            # retries a day later must still be safe
+            idempotency_ttl_hours=_number(
+                "AITP_IDEMPOTENCY_TTL_HOURS",
+                env.get("AITP_IDEMPOTENCY_TTL_HOURS") or cls.idempotency_ttl_hours,
+                24,
+                MAX_DAYS * 24,
+                low_allowed=True,
+            ),
+            sign_in_key_days=_number(
+                "AITP_SIGN_IN_KEY_DAYS",
+                env.get("AITP_SIGN_IN_KEY_DAYS") or cls.sign_in_key_days,
+                0,
+                MAX_DAYS,
+                low_allowed=False,
             ),
             fetch_allow=_prefixes(env.get("AITP_FETCH_ALLOW")),
             fetch_max_bytes=int(env.get("AITP_FETCH_MAX_BYTES") or cls.fetch_max_bytes),
@@ -136,10 +150,13 @@ def _prefixes(value: str | None) -> tuple[str, ...]:
     return tuple(p.strip() for p in (value or "").split(",") if p.strip())
 
 
-def _positive(name: str, value: str | float) -> float:
+def _number(name: str, value: str | float, low: float, high: float, *, low_allowed: bool) -> float:
+    """A finite number in (low, high], or [low, high] when `low_allowed` (NaN and infinities are refused:
+    a lifetime of inf made every sign-in fail on the key's expiry)."""
     number = float(value)
-    if not number > 0:
-        raise ValueError(f"{name} must be a positive number, not {value!r}")
+    if not (math.isfinite(number) and (number >= low if low_allowed else number > low) and number <= high):
+        bounds = f"{'at least' if low_allowed else 'more than'} {low:g} and at most {high:g}"
+        raise ValueError(f"{name} must be a number {bounds}, not {value!r}")
     return number
 
 
@@ -147,10 +164,3 @@ def _unknown_policy(value: str) -> Literal["reject", "accept"]:
     if value not in ("reject", "accept"):
         raise ValueError(f"AITP_UNKNOWN_CAPABILITIES must be 'reject' or 'accept', not {value!r}")
     return "accept" if value == "accept" else "reject"
-
-
-def _idempotency_ttl(value: str | float) -> float:
-    hours = float(value)
-    if not hours >= 24:  # retries a day later must still be safe (and NaN is refused too)
-        raise ValueError(f"AITP_IDEMPOTENCY_TTL_HOURS must be at least 24, not {value!r}")
-    return hours

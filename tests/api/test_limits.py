@@ -73,6 +73,23 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert (changed.max_content_parts, changed.rate_limit) == (4, 0.0)
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("AITP_SIGN_IN_KEY_DAYS", "inf"),  # every sign-in failed on the key's expiry (OverflowError)
+        ("AITP_SIGN_IN_KEY_DAYS", "1e20"),  # an expiry no store keeps as an integer
+        ("AITP_SIGN_IN_KEY_DAYS", "nan"),
+        ("AITP_SIGN_IN_KEY_DAYS", "0"),
+        ("AITP_IDEMPOTENCY_TTL_HOURS", "23"),
+        ("AITP_IDEMPOTENCY_TTL_HOURS", "inf"),
+    ],
+)
+def test_lifetimes_out_of_range_are_refused_at_start_up_naming_the_setting(name: str, value: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        Settings.from_env({name: value})
+    assert Settings.from_env({"AITP_SIGN_IN_KEY_DAYS": "36500"}).sign_in_key_days == 36_500
+
+
 def test_nesting_depth_counts_containers_and_stops_past_the_limit() -> None:
     assert [nesting_depth(v, 32) for v in (0, "[[", [], [{}], {"a": [1, {"b": []}]})] == [0, 0, 1, 2, 4]
     assert nesting_depth(nested(1000), 32) == 33  # no further than needed to refuse

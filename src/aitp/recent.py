@@ -30,31 +30,30 @@ class Recent(Generic[K, V]):
 
     async def get(self, key: K, load: Callable[[], Awaitable[V | None]]) -> V | None:
         """The value of `key`: remembered, or `load()`ed (and remembered if found)."""
-        entry = self._entries.get(key)
         now = time.monotonic()
+        entry = self._entries.get(key)
         if entry is not None:
-            remembered, expires_at = entry
-            if now < expires_at:
+            if now < entry[1]:
                 self._entries.move_to_end(key)
-                return remembered
+                return entry[0]
             del self._entries[key]
         generation = self._generation
         loaded = await load()
-        if loaded is not None and generation == self._generation and self.ttl > 0:
-            self._entries[key] = (loaded, now + self.ttl)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_size:
-                self._entries.popitem(last=False)
+        if loaded is not None and generation == self._generation:
+            self._remember(key, loaded, now)
         return loaded
 
-    def put(self, key: K, value: V) -> None:
-        """Remember `value` for `key` as if just loaded (what this process has just written)."""
+    def _remember(self, key: K, value: V, loaded_at: float) -> None:
         if self.ttl <= 0:
             return
-        self._entries[key] = (value, time.monotonic() + self.ttl)
+        self._entries[key] = (value, loaded_at + self.ttl)
         self._entries.move_to_end(key)
         while len(self._entries) > self.max_size:
             self._entries.popitem(last=False)
+
+    def put(self, key: K, value: V) -> None:
+        """Remember `value` for `key` as if just loaded (what this process has just written)."""
+        self._remember(key, value, time.monotonic())
 
     def peek(self, key: K) -> V | None:
         """The value of `key` if one is remembered (and not expired), without loading it."""

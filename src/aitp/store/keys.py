@@ -16,7 +16,7 @@ class KeyRecord:
     created_at: int
     prefix: str
     scopes: list[str] = field(default_factory=list)
-    expires_at: int | None = None  # unix seconds after which the key is refused; None: never
+    expires_at: int | None = None  # unix seconds from which the key is refused; None: never
 
 
 class KeyStore(abc.ABC):

@@ -21,6 +21,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
+from typing import Protocol, TypeVar
 
 from aitp.events.stream import Frame, Render
 from aitp.store.base import EventRecord, Store
@@ -239,6 +240,35 @@ class _Inbox:
         self.signal = Signal()
         self.followers = 0
 
+    def close(self) -> None:
+        """The last follower left: nothing to let go of."""
+
+
+class _Followed(Protocol):
+    followers: int
+
+    def close(self) -> None: ...
+
+
+F = TypeVar("F", bound=_Followed)
+
+
+@contextlib.contextmanager
+def _held(registry: dict[str, F], key: str, make: Callable[[], F]) -> Iterator[F]:
+    """`registry[key]`, made if missing, while the `with` block runs: counted among its followers, and
+    dropped (and closed) when the last one leaves."""
+    held = registry.get(key)
+    if held is None:
+        held = registry[key] = make()
+    held.followers += 1
+    try:
+        yield held
+    finally:
+        held.followers -= 1
+        if held.followers == 0 and registry.get(key) is held:
+            del registry[key]
+            held.close()
+
 
 def _members_unknown(thread_id: str) -> Collection[str] | None:
     return None
@@ -296,31 +326,14 @@ class Hub:
     @contextlib.contextmanager
     def follow_inbox(self, actor: str) -> Iterator[Signal]:
         """The wake-up signal of `actor`'s inbox streams in this process, while the `with` block runs."""
-        inbox = self._inboxes.get(actor)
-        if inbox is None:
-            inbox = self._inboxes[actor] = _Inbox()
-        inbox.followers += 1
-        try:
+        with _held(self._inboxes, actor, _Inbox) as inbox:
             yield inbox.signal
-        finally:
-            inbox.followers -= 1
-            if inbox.followers == 0 and self._inboxes.get(actor) is inbox:
-                del self._inboxes[actor]
 
     @contextlib.contextmanager
     def follow(self, thread_id: str):  # type: ignore[no-untyped-def]
         """The thread's feed while the `with` block runs (shared by every follower in this process)."""
-        feed = self._feeds.get(thread_id)
-        if feed is None:
-            feed = self._feeds[thread_id] = ThreadFeed(self.store, thread_id)
-        feed.followers += 1
-        try:
+        with _held(self._feeds, thread_id, lambda: ThreadFeed(self.store, thread_id)) as feed:
             yield feed
-        finally:
-            feed.followers -= 1
-            if feed.followers == 0 and self._feeds.get(thread_id) is feed:
-                del self._feeds[thread_id]
-                feed.close()
 
     # ----------------------------------------------------------- other instances
 

@@ -90,20 +90,20 @@ async def test_deriving_deliveries_twice_inserts_them_once_and_moves_the_cursor_
 async def test_a_claim_takes_the_oldest_pending_delivery_of_each_thread_only(store: Store) -> None:
     await store.webhooks.create(endpoint())
     await store.webhooks.advance("wh_1", 0, 4, [delivery(1, "a"), delivery(2, "a"), delivery(3, "b"), delivery(4, "b")])
-    claimed = await store.webhooks.claim("wh_1", "one", NOW, NOW + LEASE, limit=10)
+    claimed = await store.webhooks.claim("wh_1", Claim("one", NOW, NOW + LEASE, 10))
     assert [(d.gid, d.attempts, d.lease_owner) for d in claimed] == [(1, 1, "one"), (3, 1, "one")]
     # while they are out, nothing else of those threads goes
-    assert await store.webhooks.claim("wh_1", "two", NOW, NOW + LEASE, limit=10) == []
+    assert await store.webhooks.claim("wh_1", Claim("two", NOW, NOW + LEASE, 10)) == []
 
     first, third = claimed
     assert await store.webhooks.finish(replace(first, status="succeeded", last_status=200, last_attempt_at=NOW), "one")
     retry = replace(third, last_status=500, last_attempt_at=NOW, next_attempt_at=NOW + 60)
     assert await store.webhooks.finish(retry, "one")
     # thread a moves on; thread b waits for its head's retry, in order
-    assert [d.gid for d in await store.webhooks.claim("wh_1", "two", NOW, NOW + LEASE, limit=10)] == [2]
+    assert [d.gid for d in await store.webhooks.claim("wh_1", Claim("two", NOW, NOW + LEASE, 10))] == [2]
     assert await store.webhooks.next_due("wh_1") == NOW + LEASE  # gid 2's lease ends before gid 3's retry
     # then gid 2's lease runs out (its holder never finished) and gid 3 is due again
-    later = await store.webhooks.claim("wh_1", "three", NOW + 61, NOW + 61 + LEASE, limit=10)
+    later = await store.webhooks.claim("wh_1", Claim("three", NOW + 61, NOW + 61 + LEASE, 10))
     assert [(d.gid, d.attempts) for d in later] == [(2, 2), (3, 2)]
 
 
@@ -113,7 +113,7 @@ async def test_deriving_with_a_claim_leases_only_what_a_claim_would_and_never_tw
     moved, claimed = await store.webhooks.advance_and_claim("wh_1", 0, 3, fresh, Claim("one", NOW, NOW + LEASE, 10))
     assert moved and (await store.webhooks.get("wh_1")).cursor == 3  # type: ignore[union-attr]
     # what deriving did not claim (a backend may leave it all to the worker), a claim takes: each thread's head
-    rest = await store.webhooks.claim("wh_1", "one", NOW, NOW + LEASE, limit=10)
+    rest = await store.webhooks.claim("wh_1", Claim("one", NOW, NOW + LEASE, 10))
     assert sorted((d.gid, d.attempts, d.lease_owner) for d in claimed + rest) == [(1, 1, "one"), (3, 1, "one")]
     # another instance that derived the same events: nothing doubled, its cursor move refused, nothing claimed
     again = await store.webhooks.advance_and_claim("wh_1", 0, 3, fresh, Claim("two", NOW, NOW + LEASE, 10))
@@ -129,9 +129,9 @@ async def test_deriving_with_a_claim_leases_only_what_a_claim_would_and_never_tw
 async def test_a_lease_that_ran_out_is_taken_over_and_its_old_holder_records_nothing(store: Store) -> None:
     await store.webhooks.create(endpoint())
     await store.webhooks.advance("wh_1", 0, 1, [delivery(1)])
-    [crashed] = await store.webhooks.claim("wh_1", "crashed", NOW, NOW + LEASE, limit=1)
-    assert await store.webhooks.claim("wh_1", "other", NOW + LEASE - 1, NOW + 2 * LEASE, limit=1) == []
-    [taken] = await store.webhooks.claim("wh_1", "other", NOW + LEASE, NOW + 2 * LEASE, limit=1)
+    [crashed] = await store.webhooks.claim("wh_1", Claim("crashed", NOW, NOW + LEASE, 1))
+    assert await store.webhooks.claim("wh_1", Claim("other", NOW + LEASE - 1, NOW + 2 * LEASE, 1)) == []
+    [taken] = await store.webhooks.claim("wh_1", Claim("other", NOW + LEASE, NOW + 2 * LEASE, 1))
     assert (taken.id, taken.attempts) == (crashed.id, 2)
     assert not await store.webhooks.finish(replace(crashed, status="succeeded"), "crashed")
     assert await store.webhooks.finish(replace(taken, status="succeeded"), "other")
@@ -143,7 +143,7 @@ async def test_concurrent_claims_never_lease_one_delivery_twice(store: Store) ->
     await store.webhooks.create(endpoint())
     await store.webhooks.advance("wh_1", 0, 40, [delivery(gid, f"t{gid}") for gid in range(1, 41)])
     claims = await asyncio.gather(
-        *(store.webhooks.claim("wh_1", f"owner{n}", NOW, NOW + LEASE, limit=40) for n in range(8))
+        *(store.webhooks.claim("wh_1", Claim(f"owner{n}", NOW, NOW + LEASE, 40)) for n in range(8))
     )
     ids = [d.id for claim in claims for d in claim]
     assert sorted(ids) == sorted(delivery_id("wh_1", gid) for gid in range(1, 41))
@@ -152,12 +152,12 @@ async def test_concurrent_claims_never_lease_one_delivery_twice(store: Store) ->
 async def test_redelivering_makes_a_finished_delivery_pending_and_due_again(store: Store) -> None:
     await store.webhooks.create(endpoint())
     await store.webhooks.advance("wh_1", 0, 1, [delivery(1)])
-    [out] = await store.webhooks.claim("wh_1", "one", NOW, NOW + LEASE, limit=1)
+    [out] = await store.webhooks.claim("wh_1", Claim("one", NOW, NOW + LEASE, 1))
     await store.webhooks.finish(replace(out, status="failed", last_status=410), "one")
-    assert await store.webhooks.claim("wh_1", "one", NOW + 5, NOW + LEASE, limit=1) == []
+    assert await store.webhooks.claim("wh_1", Claim("one", NOW + 5, NOW + LEASE, 1)) == []
     again = await store.webhooks.redeliver(out.id, NOW + 5)
     assert again is not None and (again.status, again.next_attempt_at, again.attempts) == ("pending", NOW + 5, 1)
-    assert [d.attempts for d in await store.webhooks.claim("wh_1", "one", NOW + 5, NOW + LEASE, limit=1)] == [2]
+    assert [d.attempts for d in await store.webhooks.claim("wh_1", Claim("one", NOW + 5, NOW + LEASE, 1))] == [2]
     assert await store.webhooks.redeliver("whd_missing", NOW) is None
 
 

@@ -165,10 +165,10 @@ class WebhookDeliveries:
                 return found
             made = [self._delivery(endpoint, e) for e in events if _wanted(endpoint, e)]
             to = inbox.cursor_of(events[-1])
-            worker, at = self._worker(endpoint.id), time.time()
+            worker = self._worker(endpoint.id)
             with worker.slots(len(made)) as free:
-                claim = Claim(self.owner, at, at + self.lease, free)
-                moved, claimed = await store.webhooks.advance_and_claim(endpoint.id, cursor, to, made, claim)
+                terms = self._terms(free)
+                moved, claimed = await store.webhooks.advance_and_claim(endpoint.id, cursor, to, made, terms)
                 self._start(worker, endpoint, claimed)
             left = bool({d.id for d in made} - {d.id for d in claimed})  # for the worker, when it may go
             if left:
@@ -217,15 +217,19 @@ class WebhookDeliveries:
             for task in list(worker.in_flight):
                 task.cancel()
 
+    def _terms(self, limit: int) -> Claim:
+        """A claim of at most `limit` deliveries, from now, for this instance's lease."""
+        at = time.time()
+        return Claim(self.owner, at, at + self.lease, limit)
+
     async def _work_on(self, endpoint_id: str, worker: _Worker) -> None:
         store = self.rt.store.webhooks
         while True:
             worker.wake.clear()
             marked = worker.marked
             try:
-                at = time.time()
                 with worker.slots() as free:
-                    claimed = await store.claim(endpoint_id, self.owner, at, at + self.lease, free) if free else []
+                    claimed = await store.claim(endpoint_id, self._terms(free)) if free else []
                     if not free or len(claimed) == free:
                         worker.mark()  # there may be more
                     if claimed:

@@ -115,12 +115,10 @@ class WebhookStore(abc.ABC):
         `after` to `to`; False (the deliveries still inserted) when its cursor was not `after` any more."""
 
     @abc.abstractmethod
-    async def claim(
-        self, endpoint_id: str, owner: str, now: float, lease_until: float, limit: int
-    ) -> list[DeliveryRecord]:
-        """Lease at most `limit` deliveries of the endpoint that are due at `now` and unleased (or whose lease
-        ran out), each the oldest pending one of its thread, to `owner` until `lease_until`, counting the
-        attempt. Atomic: two claims never both get one delivery."""
+    async def claim(self, endpoint_id: str, terms: Claim) -> list[DeliveryRecord]:
+        """Lease at most `terms.limit` deliveries of the endpoint that are due at `terms.now` and unleased (or
+        whose lease ran out), each the oldest pending one of its thread, to `terms.owner` until
+        `terms.lease_until`, counting the attempt. Atomic: two claims never both get one delivery."""
 
     async def advance_and_claim(
         self, endpoint_id: str, after: int, to: int, deliveries: list[DeliveryRecord], claim: Claim

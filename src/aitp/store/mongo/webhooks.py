@@ -10,7 +10,7 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.errors import BulkWriteError
 
 from aitp.store.mongo.engine import MongoEngine
-from aitp.store.webhooks import DeliveryRecord, EndpointRecord, WebhookSecret, WebhookStore
+from aitp.store.webhooks import Claim, DeliveryRecord, EndpointRecord, WebhookSecret, WebhookStore
 
 DUPLICATE_KEY = 11000
 _MUTABLE = ("url", "event_types", "enabled", "description", "failing_since", "disabled_reason")
@@ -96,9 +96,8 @@ class MongoWebhooks(WebhookStore):
             heads.setdefault(doc["thread_id"], doc)
         return list(heads.values())
 
-    async def claim(
-        self, endpoint_id: str, owner: str, now: float, lease_until: float, limit: int
-    ) -> list[DeliveryRecord]:
+    async def claim(self, endpoint_id: str, terms: Claim) -> list[DeliveryRecord]:
+        owner, now, lease_until, limit = terms.owner, terms.now, terms.lease_until, terms.limit
         heads = await self._heads(endpoint_id)
         due = [d for d in heads if d["next_attempt_at"] <= now and d["lease_until"] <= now][:limit]
         claimed = []

@@ -84,9 +84,8 @@ def _advance(conn: sqlite3.Connection, endpoint_id: str, after: int, to: int, de
     return moved.rowcount > 0
 
 
-def _claim(
-    conn: sqlite3.Connection, endpoint_id: str, owner: str, now: float, lease_until: float, limit: int
-) -> list[DeliveryRecord]:
+def _claim(conn: sqlite3.Connection, endpoint_id: str, terms: Claim) -> list[DeliveryRecord]:
+    owner, now, lease_until, limit = terms.owner, terms.now, terms.lease_until, terms.limit
     ids = [row[0] for row in conn.execute(f"{_DUE_HEADS} ORDER BY d.gid LIMIT ?", (endpoint_id, now, now, limit))]
     claimed = []
     for found in ids:  # in the same write transaction as the read: no other claim sees them free
@@ -174,10 +173,8 @@ class SQLiteWebhooks(WebhookStore):
     async def advance(self, endpoint_id: str, after: int, to: int, deliveries: list[DeliveryRecord]) -> bool:
         return await self._engine.write_shared(lambda conn: _advance(conn, endpoint_id, after, to, deliveries))
 
-    async def claim(
-        self, endpoint_id: str, owner: str, now: float, lease_until: float, limit: int
-    ) -> list[DeliveryRecord]:
-        return await self._engine.write_shared(lambda conn: _claim(conn, endpoint_id, owner, now, lease_until, limit))
+    async def claim(self, endpoint_id: str, terms: Claim) -> list[DeliveryRecord]:
+        return await self._engine.write_shared(lambda conn: _claim(conn, endpoint_id, terms))
 
     async def advance_and_claim(
         self, endpoint_id: str, after: int, to: int, deliveries: list[DeliveryRecord], claim: Claim
@@ -186,7 +183,7 @@ class SQLiteWebhooks(WebhookStore):
             moved = _advance(conn, endpoint_id, after, to, deliveries)
             if not claim.limit:
                 return moved, []
-            return moved, _claim(conn, endpoint_id, claim.owner, claim.now, claim.lease_until, claim.limit)
+            return moved, _claim(conn, endpoint_id, claim)
 
         return await self._engine.write_shared(op)
 

@@ -141,6 +141,13 @@ class API:
         assert response.status_code == 200, response.text
         return response.json()["key"]
 
+    async def known(self, *actors: str, policy: str = "anyone") -> None:
+        """Make `actors` known to the server as local actors (the admin sets their contact policy), without
+        keys: actors a thread names must exist."""
+        for actor in actors:
+            response = await self.admin.put(f"/actors/{actor}/contact_policy", json={"policy": policy})
+            assert response.status_code == 200, response.text
+
     async def actor(self, actor: str) -> httpx.AsyncClient:
         """A client whose key acts as `actor`."""
         return self.client(await self.key_for(actor))
@@ -148,7 +155,8 @@ class API:
 
 @pytest.fixture
 async def api(store: Store) -> AsyncIterator[API]:
-    app = create_app(Settings(store_url="unused://", admin_key=ADMIN_KEY), store=store)
+    # anyone may contact the actors tests make (tests/api/test_identities.py tries the policies themselves)
+    app = create_app(Settings(store_url="unused://", admin_key=ADMIN_KEY, contact_policy="anyone"), store=store)
     yield API(httpx.ASGITransport(app=app), app)
 
 

@@ -113,7 +113,10 @@ def keys_command(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     if args.keys_command == "create":
         created = _with_store(
-            settings, lambda s: keys.create_key(s, args.actor, admin=args.admin, scopes=args.scope or [])
+            settings,
+            lambda s: keys.create_key(
+                s, args.actor, admin=args.admin, scopes=args.scope or [], contact_policy=settings.contact_policy
+            ),
         )
         record = created.record
         print(created.secret)

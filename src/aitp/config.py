@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from aitp.store.identities import CONTACT_POLICIES
+
 DEFAULT_STORE = "sqlite:///" + str(Path("aitp-data") / "aitp.db")
 # the longest lifetime a setting may give (a key's, a stored record's): its expiry stays an integer stores keep
 MAX_DAYS = 36_500
@@ -71,6 +73,25 @@ class Settings:
     # still working, and the actor whose Agent Card is also served at the host's /.well-known/agent-card.json
     a2a_wait_seconds: float = 30.0
     a2a_root_agent: str | None = None
+    # identity (aitp.services.identities, .sign_in): who may contact a new actor unless it says otherwise, new
+    # threads a creator may open per hour (0: no limit; admins have none), which kinds of actor may sign in
+    # without an admin, how long a challenge and a signed-in key last, sign-in attempts per minute per actor
+    # and per client address (in-process), the origin proofs are made for (None: the request's own)
+    contact_policy: str = "verified"
+    new_threads_per_hour: int = 1000
+    sign_in_kinds: tuple[str, ...] = ("domain", "near")
+    sign_in_challenge_seconds: float = 300.0
+    sign_in_token_hours: float = 24.0
+    sign_in_attempts_per_minute: float = 10.0
+    sign_in_address_attempts_per_minute: float = 60.0
+    public_url: str | None = None
+    # a domain actor's keys at https://<host>/.well-known/aitp.json: URL prefixes admitted on private or loopback
+    # addresses and over plain http (tests, private deployments), size and time limits
+    identity_allow: tuple[str, ...] = ()
+    identity_max_bytes: int = 64 << 10
+    identity_timeout: float = 5.0
+    # a named NEAR account's full-access keys are looked up through this JSON-RPC endpoint
+    near_rpc_url: str = "https://rpc.mainnet.near.org"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -138,6 +159,34 @@ class Settings:
             webhook_lease_seconds=float(env.get("AITP_WEBHOOK_LEASE_SECONDS") or cls.webhook_lease_seconds),
             a2a_wait_seconds=float(env.get("AITP_A2A_WAIT_SECONDS") or cls.a2a_wait_seconds),
             a2a_root_agent=env.get("AITP_A2A_ROOT_AGENT") or None,
+            contact_policy=_choice("AITP_CONTACT_POLICY", env.get("AITP_CONTACT_POLICY") or cls.contact_policy),
+            new_threads_per_hour=int(env.get("AITP_NEW_THREADS_PER_HOUR") or cls.new_threads_per_hour),
+            sign_in_kinds=_kinds(env.get("AITP_SIGN_IN_KINDS"), cls.sign_in_kinds),
+            sign_in_challenge_seconds=_number(
+                "AITP_SIGN_IN_CHALLENGE_SECONDS",
+                env.get("AITP_SIGN_IN_CHALLENGE_SECONDS") or cls.sign_in_challenge_seconds,
+                0,
+                3600,
+                low_allowed=False,
+            ),
+            sign_in_token_hours=_number(
+                "AITP_SIGN_IN_TOKEN_HOURS",
+                env.get("AITP_SIGN_IN_TOKEN_HOURS") or cls.sign_in_token_hours,
+                0,
+                MAX_DAYS * 24,
+                low_allowed=False,
+            ),
+            sign_in_attempts_per_minute=float(
+                env.get("AITP_SIGN_IN_ATTEMPTS_PER_MINUTE") or cls.sign_in_attempts_per_minute
+            ),
+            sign_in_address_attempts_per_minute=float(
+                env.get("AITP_SIGN_IN_ADDRESS_ATTEMPTS_PER_MINUTE") or cls.sign_in_address_attempts_per_minute
+            ),
+            public_url=(env.get("AITP_PUBLIC_URL") or "").rstrip("/") or None,
+            identity_allow=_prefixes(env.get("AITP_IDENTITY_ALLOW")),
+            identity_max_bytes=int(env.get("AITP_IDENTITY_MAX_BYTES") or cls.identity_max_bytes),
+            identity_timeout=float(env.get("AITP_IDENTITY_TIMEOUT") or cls.identity_timeout),
+            near_rpc_url=env.get("AITP_NEAR_RPC_URL") or cls.near_rpc_url,
         )
 
     def with_overrides(self, **changes: Any) -> Settings:
@@ -158,6 +207,27 @@ def _number(name: str, value: str | float, low: float, high: float, *, low_allow
         bounds = f"{'at least' if low_allowed else 'more than'} {low:g} and at most {high:g}"
         raise ValueError(f"{name} must be a number {bounds}, not {value!r}")
     return number
+
+
+SIGN_IN_KINDS = ("domain", "near")
+
+
+def _choice(name: str, value: str) -> str:
+    """A default contact policy (an allow list starts empty: the new actor fills it)."""
+    if value not in CONTACT_POLICIES:
+        raise ValueError(f"{name} must be one of {', '.join(CONTACT_POLICIES)}, not {value!r}")
+    return value
+
+
+def _kinds(value: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    """AITP_SIGN_IN_KINDS: a comma-separated list of domain and near, or "none"."""
+    if value is None or not value.strip():
+        return default
+    kinds = tuple(k.strip() for k in value.split(",") if k.strip() and k.strip() != "none")
+    unknown = [k for k in kinds if k not in SIGN_IN_KINDS]
+    if unknown:
+        raise ValueError(f"AITP_SIGN_IN_KINDS may list domain and near (or be none), not {unknown[0]!r}")
+    return kinds
 
 
 def _unknown_policy(value: str) -> Literal["reject", "accept"]:

@@ -7,6 +7,7 @@ from aitp.events import payloads
 from aitp.inputs import limits
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
+from aitp.services import identities
 from aitp.services.access import readable_thread, role_of
 from aitp.services.capabilities import capabilities_changed
 from aitp.services.requests import ActorDeclaration
@@ -29,6 +30,7 @@ async def put_actor(
     if view.member(body.id) is None:
         # a cheap early refusal, against the thread as read; the store counts again in the join's transaction
         limits.check_actor_count(len(view.actors) + 1, rt.settings, "id")
+        await identities.check_contacts(rt, principal, [identities.Named(body.id, "id")])
     if view.member(body.id) is not None and body.id != principal.actor and not principal.admin:
         raise PermissionDenied(
             f"Actor '{body.id}' is already a member; only it (or an admin) may change its capabilities.",

@@ -114,4 +114,11 @@ async def sign_in(rt: Runtime, code: str) -> keys.CreatedKey:
     except Unauthenticated:
         raise refused from None
     lifetime = rt.settings.sign_in_key_days * 86_400  # a browser's key: it ends, even if nobody signs out
-    return await keys.create_key(rt.store, record.actor, admin=record.admin, scopes=record.scopes, lifetime=lifetime)
+    return await keys.create_key(
+        rt.store,
+        record.actor,
+        admin=record.admin,
+        scopes=record.scopes,
+        lifetime=lifetime,
+        contact_policy=rt.settings.contact_policy,
+    )

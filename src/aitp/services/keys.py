@@ -12,6 +12,7 @@ from aitp.runtime import now
 from aitp.services import revocation
 from aitp.services.connections import StreamSlots
 from aitp.store.base import Store
+from aitp.store.identities import LOCAL, VERIFIED_ONLY, IdentityRecord
 from aitp.store.keys import KeyRecord
 
 # How long an expired key is kept: its holder is told `expired_api_key` ("sign in again"), not that the key
@@ -27,11 +28,20 @@ class CreatedKey:
 
 
 async def create_key(
-    store: Store, actor: str, *, admin: bool = False, scopes: list[str] | None = None, lifetime: float | None = None
+    store: Store,
+    actor: str,
+    *,
+    admin: bool = False,
+    scopes: list[str] | None = None,
+    lifetime: float | None = None,
+    contact_policy: str = VERIFIED_ONLY,
 ) -> CreatedKey:
     """Create a key, refused after `lifetime` seconds (None: never); its secret is returned this once and
-    stored only as a hash."""
+    stored only as a hash. An actor's key makes the actor known to this server: an actor it did not know
+    becomes a local actor (only admins make keys), whom `contact_policy` says who may contact."""
     created_at = now()
+    if not admin:
+        await store.identities.add(IdentityRecord(actor, LOCAL, created_at, contact_policy=contact_policy))
     secret = generate_key()
     record = KeyRecord(
         id=new_id("key"),

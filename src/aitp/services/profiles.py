@@ -8,11 +8,18 @@ import binascii
 import re
 from urllib.parse import urlsplit
 
-from aitp.errors import InvalidRequest, PermissionDenied
+from aitp.errors import Conflict, InvalidRequest, PermissionDenied
+from aitp.identity.names import name_key
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
+from aitp.services import identities
 from aitp.services.access import readable_thread
+from aitp.store.identities import IdentityRecord
 from aitp.store.profiles import ProfileRecord
+
+# a profile with what the server knows of its actor (None: an actor unknown to this server, e.g. one only an
+# admin named before identities existed): every face shows the two together
+Shown = tuple[ProfileRecord, IdentityRecord | None]
 
 MAX_NAME = 80
 MAX_DESCRIPTION = 500
@@ -34,8 +41,16 @@ def empty(actor: str) -> ProfileRecord:
     return ProfileRecord(actor=actor, display_name=None, avatar_url=None, description=None, updated_at=0)
 
 
-async def own_profile(rt: Runtime, principal: Principal) -> ProfileRecord:
-    return await rt.store.profiles.get(principal.actor) or empty(principal.actor)
+async def own_profile(rt: Runtime, principal: Principal) -> Shown:
+    profile = await rt.store.profiles.get(principal.actor) or empty(principal.actor)
+    return profile, await rt.store.identities.get(principal.actor)
+
+
+async def shown(rt: Runtime, actors: list[str]) -> list[Shown]:
+    """The profile and identity of each of `actors`, in order (two reads)."""
+    found = await rt.store.profiles.many(actors)
+    known = await rt.store.identities.many(actors)
+    return [(found.get(actor) or empty(actor), known.get(actor)) for actor in actors]
 
 
 async def put_profile(
@@ -46,8 +61,10 @@ async def put_profile(
     display_name: str | None,
     avatar_url: str | None,
     description: str | None,
-) -> ProfileRecord:
-    """Replace `actor`'s profile: only the actor itself, or an admin, may."""
+) -> Shown:
+    """Replace `actor`'s profile: only the actor itself, or an admin, may. A display name that reads as the
+    name of another, verified actor is refused (409 `display_name_taken`): names of verified actors cannot be
+    borrowed (`aitp.identity.names`: case, spacing, punctuation and Unicode look-alikes)."""
     if actor != principal.actor and not principal.admin:
         raise PermissionDenied("Only the actor itself (or an admin) may set its profile.", param="actor")
     record = ProfileRecord(
@@ -57,16 +74,26 @@ async def put_profile(
         description=_text(description, MAX_DESCRIPTION, "description", one_line=False),
         updated_at=now(),
     )
+    key = name_key(record.display_name) if record.display_name else ""
+    if key:
+        holder = await rt.store.identities.verified_with_name(key, other_than=actor)
+        if holder is not None:
+            raise Conflict(
+                f"'{record.display_name}' reads as the name of the verified actor '{holder}': choose another name.",
+                param="display_name",
+                code="display_name_taken",
+            )
+    if principal.admin:
+        await rt.store.identities.add(identities.local(actor, rt.settings.contact_policy))
     await rt.store.profiles.put(record)
-    return record
+    await rt.store.identities.set_name_key(actor, key)
+    return record, await rt.store.identities.get(actor)
 
 
-async def thread_profiles(rt: Runtime, principal: Principal, thread_id: str) -> list[ProfileRecord]:
+async def thread_profiles(rt: Runtime, principal: Principal, thread_id: str) -> list[Shown]:
     """The profile of each actor of the thread, in the thread's order (members and admins only: 404)."""
     view = await readable_thread(rt, principal, thread_id)
-    ids = [actor.id for actor in view.actors]
-    found = await rt.store.profiles.many(ids)
-    return [found.get(actor) or empty(actor) for actor in ids]
+    return await shown(rt, [actor.id for actor in view.actors])
 
 
 def _text(value: str | None, limit: int, param: str, *, one_line: bool) -> str | None:

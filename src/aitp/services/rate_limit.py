@@ -54,9 +54,10 @@ class RateLimiter:
         self.clock = clock
         self._buckets: dict[str, TokenBucket] = {}
 
-    def check(self, key: str, rate: float, burst: int) -> None:
-        """Count one request of `key`; raise 429 `rate_limit_exceeded` with `Retry-After` if over. A `rate`
-        of 0 (or less) means no limit."""
+    def check(self, key: str, rate: float, burst: int, *, limit: str | None = None, code: str | None = None) -> None:
+        """Count one request of `key`; raise 429 (`code`, else `rate_limit_exceeded`) with `Retry-After` if
+        over. A `rate` (per second) of 0 (or less) means no limit. `limit` says what the limit is, for the
+        refusal (default: the per-key request rate)."""
         if rate <= 0:
             return
         burst = max(burst, 1)
@@ -69,10 +70,10 @@ class RateLimiter:
         wait = bucket.take(now, rate, burst)
         if wait > 0:
             retry_after = max(1, math.ceil(wait))
+            if limit is None:
+                limit = f"this API key: {rate:g} requests per second (bursts of {burst})"
             raise RateLimited(
-                f"Rate limit reached for this API key: {rate:g} requests per second (bursts of {burst}). "
-                f"Retry after {retry_after} s.",
-                retry_after=retry_after,
+                f"Rate limit reached for {limit}. Retry after {retry_after} s.", retry_after=retry_after, code=code
             )
 
     def _prune(self, now: float, rate: float, burst: int) -> None:

@@ -25,6 +25,7 @@ from aitp.inputs import limits
 from aitp.inputs.shapes import check_metadata
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
+from aitp.services import identities
 from aitp.services import messages as message_service
 from aitp.services.access import ThreadView, readable_thread, thread_views
 from aitp.services.paging import cursor_page
@@ -146,14 +147,17 @@ async def create_thread_with_messages(
 
     if body.actors is not None and meta_actors is not None:
         raise InvalidRequest("Give actors either as `actors` or as `metadata.actors`, not both.", param="actors")
-    if body.actors is not None:
-        inputs = _check_actor_limits(rt, principal, body.actors, "actors")
-        actors = actor_records(thread_id, inputs, created_at, "actors")
-    elif meta_actors is not None:
-        inputs = _check_actor_limits(rt, principal, _actors_from_metadata(meta_actors), "metadata.actors")
-        actors = actor_records(thread_id, inputs, created_at, "metadata.actors")
-    else:
-        actors = []
+    named, actors_param = (body.actors, "actors") if body.actors is not None else (None, "metadata.actors")
+    if named is None and meta_actors is not None:
+        named = _actors_from_metadata(meta_actors)
+    actors = []
+    if named is not None:
+        inputs = _check_actor_limits(rt, principal, named, actors_param)
+        actors = actor_records(thread_id, inputs, created_at, actors_param)
+    identities.count_new_thread(rt, principal)
+    await identities.check_contacts(
+        rt, principal, [identities.Named(a.id, f"{actors_param}[{i}].id") for i, a in enumerate(actors)]
+    )
     if all(a.id != principal.actor for a in actors):
         actors.insert(0, ActorRecord(thread_id=thread_id, id=principal.actor, joined_at=created_at))
 

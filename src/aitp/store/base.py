@@ -19,6 +19,7 @@ from aitp.store.a2a import A2AStore
 from aitp.store.capabilities import CapabilityStore
 from aitp.store.codes import CodeStore
 from aitp.store.idempotency import IdempotencyStore
+from aitp.store.identities import IdentityStore
 from aitp.store.keys import KeyStore
 from aitp.store.profiles import ProfileStore
 from aitp.store.records import (
@@ -70,9 +71,9 @@ T = TypeVar("T")
 
 class Store(abc.ABC):
     """Persistence for threads, actors, messages and the event log; API keys, idempotency records,
-    registered capability versions, actor profiles, one-time codes and webhook endpoints with their deliveries
-    in the small stores `keys`, `idempotency`, `capabilities`, `profiles`, `codes`, `webhooks` and `a2a`
-    (A2A settings of actors and the contexts A2A clients opened).
+    registered capability versions, actor profiles, one-time codes, webhook endpoints with their deliveries and
+    actor identities in the small stores `keys`, `idempotency`, `capabilities`, `profiles`, `codes`, `webhooks`,
+    `a2a` (A2A settings of actors and the contexts A2A clients opened) and `identities`.
 
     The mutations of threads are rules written here, each as one transaction body over `Tx`; a backend
     provides `transaction` (how a body runs atomically), the `Tx` primitives and the reads.
@@ -86,6 +87,7 @@ class Store(abc.ABC):
     codes: CodeStore
     webhooks: WebhookStore
     a2a: A2AStore
+    identities: IdentityStore
 
     def __init__(self) -> None:
         self._commit_listeners: list[CommitListener] = []

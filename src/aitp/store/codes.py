@@ -32,5 +32,9 @@ class CodeStore(abc.ABC):
         Atomic: of concurrent redemptions of one code at most one gets it."""
 
     @abc.abstractmethod
+    async def find(self, code_hash: str, purpose: str, now: float) -> bool:
+        """Whether the code `code_hash` of `purpose` exists and has not expired at `now` (nothing changes)."""
+
+    @abc.abstractmethod
     async def purge(self, now: float) -> int:
         """Delete the codes expired at `now`; returns how many."""

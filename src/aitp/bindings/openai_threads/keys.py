@@ -26,7 +26,9 @@ router = APIRouter(prefix="/v1", tags=["keys"], route_class=ApiRoute)
 )
 @idempotent(secret="key")
 async def create_key(body: CreateKeyRequest, rt: RuntimeDep, admin: AdminDep) -> FastJSONResponse:
-    created = await keys.create_key(rt.store, body.actor, admin=body.admin, scopes=list(body.scopes))
+    created = await keys.create_key(
+        rt.store, body.actor, admin=body.admin, scopes=list(body.scopes), contact_policy=rt.settings.contact_policy
+    )
     return FastJSONResponse({**render.api_key(created.record), "key": created.secret})
 
 

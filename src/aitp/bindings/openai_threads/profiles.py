@@ -12,12 +12,13 @@ from aitp.bindings.openai_threads.models.profiles import Profile, ProfileInput, 
 from aitp.bindings.openai_threads.responses import FastJSONResponse
 from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.services import profiles
-from aitp.store.profiles import ProfileRecord
+from aitp.services.identities import verification_of
 
 router = APIRouter(prefix="/v1", tags=["actors"], route_class=ApiRoute)
 
 
-def render(record: ProfileRecord) -> dict[str, Any]:
+def render(shown: profiles.Shown) -> dict[str, Any]:
+    record, identity = shown
     return {
         "object": "actor.profile",
         "actor": record.actor,
@@ -25,6 +26,8 @@ def render(record: ProfileRecord) -> dict[str, Any]:
         "avatar_url": record.avatar_url,
         "description": record.description,
         "updated_at": record.updated_at,
+        "verified": identity is not None and identity.verified,
+        "verification": verification_of(identity, record.actor),
     }
 
 
@@ -36,7 +39,7 @@ async def get_my_profile(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONRes
 
 
 async def _put(rt: RuntimeDep, principal: PrincipalDep, actor: str, body: ProfileInput) -> FastJSONResponse:
-    record = await profiles.put_profile(
+    shown = await profiles.put_profile(
         rt,
         principal,
         actor,
@@ -44,12 +47,12 @@ async def _put(rt: RuntimeDep, principal: PrincipalDep, actor: str, body: Profil
         avatar_url=body.avatar_url,
         description=body.description,
     )
-    return FastJSONResponse(render(record))
+    return FastJSONResponse(render(shown))
 
 
 @router.put(
     "/actors/me/profile",
-    responses=error_responses(*KEYED, *BODY),
+    responses=error_responses(*KEYED, *BODY, 409),
     response_model=Profile,
     summary="Set the caller's profile (the whole record)",
 )
@@ -59,7 +62,7 @@ async def put_my_profile(body: ProfileInput, rt: RuntimeDep, principal: Principa
 
 @router.put(
     "/actors/{actor_id}/profile",
-    responses=error_responses(*KEYED, *BODY, 403),
+    responses=error_responses(*KEYED, *BODY, 403, 409),
     response_model=Profile,
     summary="Set an actor's profile (that actor's key, or an admin's)",
 )
@@ -74,5 +77,5 @@ async def put_profile(actor_id: str, body: ProfileInput, rt: RuntimeDep, princip
     summary="The profiles of a thread's actors",
 )
 async def list_thread_profiles(thread_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    records = await profiles.thread_profiles(rt, principal, thread_id)
-    return FastJSONResponse({"object": "list", "data": [render(r) for r in records]})
+    shown = await profiles.thread_profiles(rt, principal, thread_id)
+    return FastJSONResponse({"object": "list", "data": [render(s) for s in shown]})

@@ -17,6 +17,7 @@ from aitp.bindings.openai_threads import (
     codes,
     events,
     fetch,
+    identities,
     keys,
     messages,
     profiles,
@@ -29,7 +30,8 @@ PREFIX = "/v1/"  # every route of the API is under it; outside it: the web UI, /
 
 
 def api_routes() -> list[BaseRoute]:
-    modules = (messages, threads, actors, profiles, capabilities, events, keys, fetch, codes, webhooks)
+    # identities last: its GET /v1/actors/{actor_id:path} would take /v1/actors/me/... routes of the others
+    modules = (messages, threads, actors, profiles, capabilities, events, keys, fetch, codes, webhooks, identities)
     return [route for module in modules for route in module.router.routes]
 
 

@@ -48,5 +48,9 @@ class MongoCodes(CodeStore):
             expires_at=unix_seconds(doc["expires_at"]),
         )
 
+    async def find(self, code_hash: str, purpose: str, now: float) -> bool:
+        live = {"_id": code_hash, "purpose": purpose, "expires_at": {"$gt": bson_date(now)}}
+        return await self._codes.find_one(live, {"_id": 1}) is not None
+
     async def purge(self, now: float) -> int:
         return (await self._codes.delete_many({"expires_at": {"$lte": bson_date(now)}})).deleted_count

@@ -9,6 +9,7 @@ writers of one thread, and `with_transaction` retries the losers of a write conf
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -18,7 +19,7 @@ from pymongo.errors import CollectionInvalid
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
-from aitp.store.mongo.migrations import audience_to_memberships
+from aitp.store.mongo.migrations import audience_to_memberships, identities_for_known_actors
 from aitp.store.mongo.positions import MAX_COMMIT_MS
 
 T = TypeVar("T")
@@ -66,6 +67,7 @@ class MongoEngine:
             "webhook_deliveries",
             "a2a_agents",
             "a2a_contexts",
+            "actor_identities",
         ):
             if name not in existing:
                 try:
@@ -81,6 +83,11 @@ class MongoEngine:
         await db.memberships.create_index([("actor_id", ASCENDING), ("thread_id", ASCENDING)])
         await db.memberships.create_index([("thread_id", ASCENDING), ("actor_id", ASCENDING), ("to_seq", ASCENDING)])
         await audience_to_memberships(db)
+        if "actor_identities" not in existing:
+            await identities_for_known_actors(db, int(time.time()))
+        await db.actor_identities.create_index(
+            [("name_key", ASCENDING)], partialFilterExpression={"name_key": {"$gt": ""}}
+        )
         await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
         await db.api_keys.create_index([("expires_at", ASCENDING)])  # purging expired keys
         await db.capability_refs.create_index([("message_id", ASCENDING)])

@@ -8,6 +8,7 @@ from pymongo import ASCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import OperationFailure
 
+from aitp.store.identities import ANYONE, LOCAL
 from aitp.store.mongo.documents import membership_key
 
 Span = list[Any]  # [from_seq, to_seq]
@@ -62,3 +63,34 @@ async def _spans(
             doc = {"thread_id": thread_id, "actor_id": actor, "from_seq": start, "to_seq": None if still else end}
             writes.append(UpdateOne({"_id": membership_key(thread_id, actor, start)}, {"$set": doc}, upsert=True))
     return writes
+
+
+async def identities_for_known_actors(db: AsyncDatabase[dict[str, Any]], created_at: int) -> None:
+    """A store written before identities: every actor it knew of (in a thread or its creator, holding a key,
+    with a profile) becomes a local actor that anyone may contact, as every actor was then. Upserts that only
+    insert, so instances opening the store together agree, and an actor that signed in meanwhile keeps its proof."""
+    known: set[str] = set()
+    known.update(await db.thread_actors.distinct("actor_id"))
+    known.update(await db.threads.distinct("creator"))
+    known.update(await db.api_keys.distinct("actor", {"admin": False}))
+    known.update(await db.actor_profiles.distinct("_id"))
+    writes = [
+        UpdateOne(
+            {"_id": actor},
+            {
+                "$setOnInsert": {
+                    "kind": LOCAL,
+                    "created_at": created_at,
+                    "verified_at": None,
+                    "key_id": None,
+                    "contact_policy": ANYONE,
+                    "contact_allow": [],
+                    "name_key": "",
+                }
+            },
+            upsert=True,
+        )
+        for actor in sorted(known)
+    ]
+    for start in range(0, len(writes), 1000):
+        await db.actor_identities.bulk_write(writes[start : start + 1000], ordered=False)

@@ -38,6 +38,7 @@ from aitp.store.mongo.documents import (
 )
 from aitp.store.mongo.engine import MongoEngine
 from aitp.store.mongo.idempotency import MongoIdempotency
+from aitp.store.mongo.identities import MongoIdentities
 from aitp.store.mongo.keys import MongoKeys
 from aitp.store.mongo.positions import HEARTBEAT, LEASE, Positions
 from aitp.store.mongo.profiles import MongoProfiles
@@ -76,6 +77,7 @@ class MongoStore(Store):
         self.codes = MongoCodes(self.engine)
         self.webhooks = MongoWebhooks(self.engine)
         self.a2a = MongoA2A(self.engine)
+        self.identities = MongoIdentities(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> MongoStore:

@@ -45,6 +45,10 @@ class SQLiteCodes(CodeStore):
 
         return await self._engine.write(op)
 
+    async def find(self, code_hash: str, purpose: str, now: float) -> bool:
+        live = "SELECT 1 FROM one_time_codes WHERE hash = ? AND purpose = ? AND expires_at > ?"
+        return await self._engine.run(lambda conn: conn.execute(live, (code_hash, purpose, now)).fetchone() is not None)
+
     async def purge(self, now: float) -> int:
         delete = "DELETE FROM one_time_codes WHERE expires_at <= ?"
         return await self._engine.write(lambda conn: conn.execute(delete, (now,)).rowcount, may_wait=True)

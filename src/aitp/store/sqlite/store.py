@@ -23,6 +23,8 @@ from aitp.store.sqlite.capabilities import SQLiteCapabilities
 from aitp.store.sqlite.codes import SQLiteCodes
 from aitp.store.sqlite.engine import DEFAULT_SYNCHRONOUS, SYNCHRONOUS_MODES, SQLiteEngine
 from aitp.store.sqlite.idempotency import SQLiteIdempotency
+from aitp.store.sqlite.identities import SQLiteIdentities
+from aitp.store.sqlite.identities import create_table as create_identities
 from aitp.store.sqlite.keys import SQLiteKeys
 from aitp.store.sqlite.profiles import SQLiteProfiles
 from aitp.store.sqlite.schema import (
@@ -88,6 +90,7 @@ def _key_expiry_column(conn: sqlite3.Connection) -> None:
 def _upgrade(conn: sqlite3.Connection) -> None:
     _audience_to_memberships(conn)
     _key_expiry_column(conn)
+    create_identities(conn)
 
 
 class SQLiteStore(Store):
@@ -103,6 +106,7 @@ class SQLiteStore(Store):
         self.codes = SQLiteCodes(self.engine)
         self.webhooks = SQLiteWebhooks(self.engine)
         self.a2a = SQLiteA2A(self.engine)
+        self.identities = SQLiteIdentities(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:

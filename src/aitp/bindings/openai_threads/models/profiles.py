@@ -20,8 +20,22 @@ class ProfileInput(BaseModel):
     description: str | None = Field(None, max_length=500, description="A line or two about the actor.")
 
 
+Kind = Literal["domain", "near", "local"]
+
+
+class Verification(BaseModel):
+    """What proves who an actor is: a domain's published key, a NEAR account's key, or (local) nothing but the
+    admin of this server."""
+
+    kind: Kind
+    identifier: str = Field(description="The verified identifier: a host name, a NEAR account, or the local id.")
+    verified_at: int | None = Field(description="The sign-in that proved it (null for local actors).")
+    key_id: str | None = Field(description="The key it proved it with: a JWK kid or a NEAR public key.")
+
+
 class Profile(BaseModel):
-    """What an actor says about itself; every field null until it sets one (`updated_at` 0)."""
+    """What an actor says about itself (every field null until it sets one, `updated_at` 0), and what the
+    server knows of it: whether it is verified, and how."""
 
     object: Literal["actor.profile"] = "actor.profile"
     actor: str
@@ -29,6 +43,8 @@ class Profile(BaseModel):
     avatar_url: str | None
     description: str | None
     updated_at: int
+    verified: bool = Field(description="True for domain and NEAR actors that proved who they are.")
+    verification: Verification
 
 
 class ProfileList(BaseModel):

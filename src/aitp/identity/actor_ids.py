@@ -1,0 +1,119 @@
+"""Which kind of actor an id names, read from the id alone.
+
+- A NEAR account: an implicit account (64 lowercase hex digits: its ed25519 public key) or a named account
+  ending in `.near` or `.testnet`. It proves itself with a NEP-413 signed message.
+- A domain agent: `host[:port][/path]`, e.g. `shop.example.com` or `example.com/sales/eu`. It proves itself
+  with a JWS signed by a key published at `https://host[:port]/.well-known/aitp.json`.
+- Anything else is a local actor: it has no proof of its own (an admin hands out its keys).
+
+Ids are case-sensitive strings compared as they are, so a domain id is accepted only in its one canonical
+spelling: lower case, no trailing dot, no empty or dot segments. `Example.com` is refused rather than read as
+`example.com`, so that two spellings never name one actor.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from aitp.identity.refusals import ProofRefused
+
+_NEAR_IMPLICIT = re.compile(r"[0-9a-f]{64}")
+# the account id grammar of nearcore (near-account-id): lowercase alphanumerics separated by - or _, parts by .
+_NEAR_NAMED = re.compile(r"(([a-z\d]+[\-_])*[a-z\d]+\.)*([a-z\d]+[\-_])*[a-z\d]+")
+NEAR_SUFFIXES = (".near", ".testnet")
+
+_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+_SEGMENT = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+_PORT = re.compile(r"[1-9][0-9]{0,4}")  # no leading zeros: one spelling per port
+MAX_HOST = 253
+MAX_SEGMENTS = 8
+MAX_ID = MAX_HOST + 6 + MAX_SEGMENTS * 65  # host, :port, and the longest path: longer is read no further
+
+
+@dataclass(frozen=True)
+class DomainActor:
+    """A domain agent id, read: `path` is "" for the host's own agent, else like "/sales/eu"."""
+
+    host: str
+    port: int | None
+    path: str
+
+    @property
+    def id(self) -> str:
+        port = f":{self.port}" if self.port is not None else ""
+        return f"{self.host}{port}{self.path}"
+
+
+def is_near_implicit(actor_id: str) -> bool:
+    return _NEAR_IMPLICIT.fullmatch(actor_id) is not None
+
+
+def is_near_named(actor_id: str) -> bool:
+    return 2 <= len(actor_id) <= 64 and actor_id.endswith(NEAR_SUFFIXES) and _NEAR_NAMED.fullmatch(actor_id) is not None
+
+
+def is_near(actor_id: str) -> bool:
+    return is_near_implicit(actor_id) or is_near_named(actor_id)
+
+
+def _domain_refusal(actor_id: str) -> str | DomainActor:
+    """The id read as a domain agent id, or why it is not one."""
+    if len(actor_id) > MAX_ID:
+        return f"it is longer than {MAX_ID} characters"
+    if is_near(actor_id):
+        return "it is a NEAR account id"
+    if actor_id != actor_id.lower():
+        return "ids are case-sensitive and domain agent ids are written in lower case"
+    authority, slash, path = actor_id.partition("/")
+    host, colon, port_text = authority.partition(":")
+    if host != "localhost":
+        labels = host.split(".")
+        if len(host) > MAX_HOST or len(labels) < 2 or not all(_LABEL.fullmatch(label) for label in labels):
+            return "the host is not a DNS name of at least two labels (or localhost)"
+        if labels[-1].isdigit():
+            # an IPv4 address has the shape of a name: a top-level label is never all digits
+            return "the host is an IP address, not a DNS name"
+    port = None
+    if colon:
+        if not _PORT.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
+            return "the port is not a number from 1 to 65535"
+        port = int(port_text)
+    if slash:
+        segments = path.split("/")
+        if len(segments) > MAX_SEGMENTS or not all(_SEGMENT.fullmatch(segment) for segment in segments):
+            return (
+                f"the path is not 1 to {MAX_SEGMENTS} segments of lowercase letters, digits, '.', '_' or '-' "
+                "(no empty segment, no trailing slash)"
+            )
+    return DomainActor(host, port, "/" + path if slash else "")
+
+
+def is_domain(actor_id: str) -> bool:
+    return isinstance(_domain_refusal(actor_id), DomainActor)
+
+
+def kind_of(actor_id: str) -> Literal["domain", "near", "local"]:
+    """How an actor with this id proves who it is (see the module's docstring)."""
+    if is_near(actor_id):
+        return "near"
+    if is_domain(actor_id):
+        return "domain"
+    return "local"
+
+
+def parse_domain_actor(actor_id: str) -> DomainActor:
+    """The parts of a domain agent id; `invalid_actor_id` saying what is wrong otherwise."""
+    read = _domain_refusal(actor_id)
+    if isinstance(read, str):
+        shown = actor_id if len(actor_id) <= 80 else actor_id[:80] + "..."
+        raise ProofRefused("invalid_actor_id", f"{shown!r} is not a domain agent id: {read}.")
+    return read
+
+
+def well_known_urls(actor: DomainActor) -> tuple[str, str]:
+    """Where the actor's keys are published: over https, and the same over http (which only a service's own
+    allow-list may admit: the service decides)."""
+    authority = actor.host if actor.port is None else f"{actor.host}:{actor.port}"
+    return f"https://{authority}/.well-known/aitp.json", f"http://{authority}/.well-known/aitp.json"

@@ -1,0 +1,166 @@
+"""Who is who: which actors this server knows, what proves each one, and who may contact whom.
+
+Every actor a thread names must be known here (`aitp.store.identities`): a local actor made by the admin (a
+key, or a thread an admin created naming it), or a domain or NEAR actor that signed in (`services.sign_in`).
+Each has a contact policy, checked whenever someone else brings it into a thread: at the thread's creation
+(every face: Threads, AITP-T01, Conversations, A2A) and when it is added to one. Admins keep full power.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aitp.errors import InvalidRequest, NotFound, PermissionDenied
+from aitp.principals import Principal
+from aitp.runtime import Runtime, now
+from aitp.services.rate_limit import RateLimiter
+from aitp.store.identities import (
+    ALLOW_LIST,
+    ANYONE,
+    CONTACT_POLICIES,
+    LOCAL,
+    NOBODY,
+    VERIFIED_ONLY,
+    IdentityRecord,
+)
+from aitp.store.profiles import ProfileRecord
+
+MAX_ALLOW = 1000  # actor ids in an allow list
+
+_REFUSALS = {
+    VERIFIED_ONLY: "accepts contact from verified actors only (domain or NEAR), and '{caller}' is not verified",
+    ALLOW_LIST: "accepts contact only from the actors it allows, and '{caller}' is not one of them",
+    NOBODY: "accepts contact from nobody",
+}
+
+
+@dataclass(frozen=True)
+class Named:
+    """An actor a request names, and the field that names it (for refusals)."""
+
+    actor: str
+    param: str
+
+
+def local(actor: str, contact_policy: str) -> IdentityRecord:
+    return IdentityRecord(actor, LOCAL, now(), contact_policy=contact_policy)
+
+
+def may_contact(target: IdentityRecord, caller: IdentityRecord | None) -> bool:
+    """Whether `target`'s contact policy lets `caller` bring it into a thread."""
+    policy = target.contact_policy
+    if policy == ANYONE:
+        return True
+    if caller is None or policy == NOBODY:
+        return False
+    if policy == VERIFIED_ONLY:
+        return caller.verified
+    return caller.actor in target.contact_allow
+
+
+async def check_contacts(rt: Runtime, principal: Principal, named: Sequence[Named]) -> None:
+    """Refuse a thread or a join that names an actor this server does not know (400 `unknown_actor`) or whose
+    contact policy refuses the caller (403 `contact_refused`), naming the field. An admin may name anyone: an
+    actor it names that is not known becomes a local actor (as an admin's key makes one)."""
+    others = {n.actor: n for n in named if n.actor != principal.actor}
+    if not others:
+        return
+    if principal.admin:
+        for actor in others:
+            await rt.store.identities.add(local(actor, rt.settings.contact_policy))
+        return
+    known = await rt.store.identities.many([*others, principal.actor])
+    caller = known.get(principal.actor)
+    for actor, name in others.items():
+        target = known.get(actor)
+        if target is None:
+            raise InvalidRequest(
+                f"No actor '{actor}' is known to this server: a local actor gets a key from the admin, a domain "
+                "or NEAR actor signs in (POST /v1/auth/challenge) before it can be named.",
+                param=name.param,
+                code="unknown_actor",
+            )
+        if not may_contact(target, caller):
+            reason = _REFUSALS[target.contact_policy].format(caller=principal.actor)
+            raise PermissionDenied(f"Actor '{actor}' {reason}.", param=name.param, code="contact_refused")
+
+
+def thread_limiter(rt: Runtime) -> RateLimiter:
+    """New threads per creator (`rt.state(thread_limiter)`), counted in this process."""
+    return RateLimiter()
+
+
+def count_new_thread(rt: Runtime, principal: Principal) -> None:
+    """Count a thread the caller opens: 429 `too_many_threads` past `new_threads_per_hour` (admins: no limit)."""
+    per_hour = rt.settings.new_threads_per_hour
+    if principal.admin or per_hour <= 0:
+        return
+    rt.state(thread_limiter).check(
+        principal.actor,
+        per_hour / 3600,
+        per_hour,
+        limit=f"new threads by '{principal.actor}': {per_hour} per hour",
+        code="too_many_threads",
+    )
+
+
+async def identity_of(rt: Runtime, actor: str) -> IdentityRecord:
+    """The actor's identity, or 404 `actor_not_found`."""
+    identity = await rt.store.identities.get(actor)
+    if identity is None:
+        raise NotFound(f"No actor '{actor}' is known to this server.", param="actor_id", code="actor_not_found")
+    return identity
+
+
+def shows_profile(principal: Principal, identity: IdentityRecord) -> bool:
+    """Whether the caller sees the actor's profile from its identity alone (a verified actor's is public; a
+    local actor's only to itself and admins, and through the threads it shares with others)."""
+    return identity.verified or principal.admin or principal.actor == identity.actor
+
+
+def shows_policy(principal: Principal, identity: IdentityRecord) -> bool:
+    """A contact policy (its allow list above all) is the actor's own business, and its admin's."""
+    return principal.admin or principal.actor == identity.actor
+
+
+async def set_contact_policy(
+    rt: Runtime, principal: Principal, actor: str, policy: str, allow: Sequence[str] | None
+) -> IdentityRecord:
+    """Replace the actor's contact policy: only the actor itself, or an admin, may."""
+    if actor != principal.actor and not principal.admin:
+        raise PermissionDenied("Only the actor itself (or an admin) may set its contact policy.", param="actor")
+    if policy not in CONTACT_POLICIES:
+        raise InvalidRequest(f"'policy' must be one of {', '.join(CONTACT_POLICIES)}.", param="policy")
+    listed = list(dict.fromkeys(allow or []))
+    if listed and policy != ALLOW_LIST:
+        raise InvalidRequest("'allow' is only for the allow_list policy.", param="allow")
+    if len(listed) > MAX_ALLOW:
+        raise InvalidRequest(f"'allow' may list at most {MAX_ALLOW} actors.", param="allow", code="too_many_actors")
+    for i, item in enumerate(listed):
+        if not item or len(item) > 256:
+            raise InvalidRequest("Each allowed actor must be an actor id of 1 to 256 characters.", param=f"allow[{i}]")
+    if principal.admin:
+        await rt.store.identities.add(local(actor, rt.settings.contact_policy))
+    stored = await rt.store.identities.set_contact(actor, policy, listed)
+    if stored is None:
+        raise NotFound(f"No actor '{actor}' is known to this server.", param="actor", code="actor_not_found")
+    return stored
+
+
+def verification_of(identity: IdentityRecord | None, actor: str) -> dict[str, object]:
+    """What proves who `actor` is, as every face shows it: `kind` (domain, near or local), the verified
+    `identifier`, when (`verified_at`) and with which key (`key_id`); a local actor's is its id alone."""
+    if identity is None or not identity.verified:
+        return {"kind": LOCAL, "identifier": actor, "verified_at": None, "key_id": None}
+    return {
+        "kind": identity.kind,
+        "identifier": identity.actor,
+        "verified_at": identity.verified_at,
+        "key_id": identity.key_id,
+    }
+
+
+async def profile_identities(rt: Runtime, profiles: Sequence[ProfileRecord]) -> dict[str, IdentityRecord]:
+    """The identities of the actors of `profiles` (one read), for rendering them together."""
+    return await rt.store.identities.many([p.actor for p in profiles])

@@ -8,6 +8,8 @@
   of the bindings, the composition root (`aitp.app`, `aitp.cli`) and the Python client of the Threads wire
   (`aitp.client`, which reads that binding's models) may. A new binding is a folder; removing one breaks
   nothing but the root.
+- `aitp.identity` (proofs of who an actor is) is a leaf: it imports nothing else of the package, so the Python
+  client signs with the very code the server verifies with, and carries no server along.
 - No module awaits with `asyncio.wait_for`: on Python 3.11 it returns the inner result when that completes in
   the loop turn of a cancellation, and the cancellation is lost (a loop awaiting it then never ends, as the
   MongoDB heartbeat did in CI). `asyncio.timeout` does not lose it.
@@ -157,6 +159,15 @@ def test_no_core_module_imports_a_way_out() -> None:
         module: sorted(target for target in targets if is_within(target, (DELIVERIES,)))
         for module, targets in graph().items()
         if not is_within(module, (*faces, *BINDING_IMPORTERS))
+    }
+    assert {module: names for module, names in importers.items() if names} == {}
+
+
+def test_the_identity_package_is_a_leaf() -> None:
+    importers = {
+        module: sorted(target for target in targets if not is_within(target, ("aitp.identity",)))
+        for module, targets in graph().items()
+        if is_within(module, ("aitp.identity",))
     }
     assert {module: names for module, names in importers.items() if names} == {}
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-from aitp import redaction
+from aitp import cli_identity, redaction
 from aitp.auth import expired
 from aitp.config import Settings
 from aitp.serving import uvicorn_options as uvicorn_options  # re-exported: tests and benchmarks use it
@@ -196,6 +196,8 @@ def parser() -> argparse.ArgumentParser:
     revoke_p = keys_sub.add_parser("revoke", help="revoke a key by id", parents=[store])
     revoke_p.add_argument("key_id")
 
+    cli_identity.add_parser(sub)
+
     schemas_p = sub.add_parser("schemas", help="wire-object JSON Schemas")
     schemas_sub = schemas_p.add_subparsers(dest="schemas_command", required=True)
     export_p = schemas_sub.add_parser("export", help="write schemas/*.schema.json from the models")
@@ -212,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve(settings.with_overrides(host=args.host, port=args.port, store_url=store_url), args.workers)
     if args.command == "keys":
         return keys_command(settings.with_overrides(store_url=store_url), args)
+    if args.command == "identity":
+        return cli_identity.identity_command(args)
     return schemas_command(args)
 
 

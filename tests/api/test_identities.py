@@ -259,3 +259,43 @@ async def test_an_implicit_near_account_is_verified_and_contactable_as_it_says(a
     wallet = api.client(await sign_in_near(api.client(None), account, private))
     assert (await wallet.get("/actors/me/contact_policy")).json()["policy"] == "anyone"  # the api fixture's default
     assert (await wallet.get(f"/actors/{account}")).json()["verification"]["kind"] == "near"
+
+
+# every face shows it
+
+
+async def test_the_a2a_agent_card_carries_the_verification(api: API, site: KeySite) -> None:
+    shop = await verified_shop(api, site)
+    assert (await shop.put(f"/../a2a/{site.host}/settings", json={"serve": True})).status_code == 200
+    local = await api.actor("corner-shop")
+    assert (await local.put("/../a2a/corner-shop/settings", json={"serve": True})).status_code == 200
+
+    def identity(card: dict[str, Any]) -> dict[str, Any]:
+        (extension,) = [e for e in card["capabilities"]["extensions"] if e["uri"].endswith("/extensions/identity/v1")]
+        return extension["params"]
+
+    card = (await shop.get(f"/../a2a/{site.host}/.well-known/agent-card.json")).json()
+    assert card["name"] == "Sunny Socks"
+    assert identity(card)["kind"] == "domain" and identity(card)["identifier"] == site.host
+    assert identity(card)["key_id"] == "k1"
+    local_card = (await local.get("/../a2a/corner-shop/.well-known/agent-card.json")).json()
+    assert identity(local_card) == {"kind": "local", "identifier": "corner-shop", "verified_at": None, "key_id": None}
+
+
+async def test_generic_openai_sdk_code_meets_the_contact_rule_with_a_clear_error(api: API) -> None:
+    import openai
+
+    api.settings_override(contact_policy="verified")
+    await api.actor("cust-1")
+    key = await api.key_for("cust-2")
+    client = openai.AsyncOpenAI(
+        api_key=key,
+        base_url="http://aitp.test/v1",
+        http_client=httpx.AsyncClient(transport=api._transport),  # noqa: SLF001 (the in-process app)
+    )
+    with pytest.raises(openai.PermissionDeniedError) as refused:
+        await client.beta.threads.create(metadata={"actors": '[{"id": "cust-1"}]'})
+    assert refused.value.code == "contact_refused" and refused.value.param == "metadata.actors[0].id"
+    with pytest.raises(openai.BadRequestError) as unknown:
+        await client.beta.threads.create(metadata={"actors": '[{"id": "nobody-here"}]'})
+    assert unknown.value.code == "unknown_actor"

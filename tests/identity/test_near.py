@@ -279,8 +279,14 @@ async def test_a_full_access_key_is_a_yes(rpc: Rpc) -> None:
     ]
 
 
-async def test_a_function_call_key_is_a_no(rpc: Rpc) -> None:
-    permission = {"FunctionCall": {"allowance": "100", "receiver_id": "app.near", "method_names": []}}
+@pytest.mark.parametrize(
+    "permission",
+    [
+        {"FunctionCall": {"allowance": "100", "receiver_id": "app.near", "method_names": []}},
+        {"GasKeyFullAccess": {"balance": "1", "num_nonces": 4}},  # a newer kind: not a plain full-access key
+    ],
+)
+async def test_other_permissions_are_a_no(rpc: Rpc, permission: dict[str, Any]) -> None:
     rpc.result({"nonce": 3, "permission": permission, **BLOCK})
     assert await ask(rpc.url) is False
 
@@ -317,6 +323,8 @@ async def test_a_server_error_is_unreachable(rpc: Rpc) -> None:
         {"error": "busy"},
         {"result": {"error": "wasm execution failed", "logs": []}},
         {"result": {"nonce": 1, "permission": "Owner"}},
+        {"result": {"nonce": 1, "permission": {}}},
+        {"result": {"nonce": 1}},
         {"result": "FullAccess"},
         ["not", "an", "object"],
     ],

@@ -30,6 +30,8 @@ from aitp.bindings.openai_threads.models import (
 )
 from aitp.client._content import ActorSpec, MessageContent, actor_body, content_body, declarations
 from aitp.client._http import HttpSession, segment
+from aitp.client._sign_in import PrivateKey
+from aitp.client._sign_in import sign_in as _sign_in
 from aitp.client._stream import LiveStream, Reconnect
 
 Order = Literal["asc", "desc"]
@@ -78,6 +80,26 @@ class AitpClient:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._http = HttpSession(base_url, api_key, timeout=timeout, transport=transport)
+        self.expires_at: int | None = None  # when the key ends, for a client that signed in (`sign_in`)
+
+    @classmethod
+    async def sign_in(
+        cls,
+        base_url: str,
+        actor: str,
+        private_key: PrivateKey,
+        *,
+        timeout: float = 30,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> AitpClient:
+        """A client acting as `actor`, signed in with its own key, no admin needed: a domain agent's private
+        key (a JWK, a PEM, a `KeyPair`, or a file holding one; its public half published at
+        `https://<host>/.well-known/aitp.json`) or a NEAR account's (`ed25519:...`). The key it gets expires
+        (`expires_at`); sign in again then. Refusals raise `AitpError` whose `code` says which step failed."""
+        token = await _sign_in(base_url, actor, private_key, timeout=timeout, transport=transport)
+        client = cls(base_url, token["key"], timeout=timeout, transport=transport)
+        client.expires_at = token["expires_at"]
+        return client
 
     @property
     def base_url(self) -> str:

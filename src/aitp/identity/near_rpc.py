@@ -1,7 +1,8 @@
 """Whether a public key is a full-access key of a NEAR account, asked of a NEAR JSON-RPC node.
 
-`query` with `view_access_key` answers the key's permission: "FullAccess", or `{"FunctionCall": {...}}` for a
-key limited to some contract calls (which does not speak for the account). A key or account that does not
+`query` with `view_access_key` answers the key's permission: "FullAccess", or an object such as
+`{"FunctionCall": {...}}` for a key limited to some contract calls, which does not speak for the account (nor,
+conservatively, does any other kind named by an object, such as the newer gas keys). A key or account that does not
 exist comes back as a JSON-RPC error whose `cause.name` is UNKNOWN_ACCESS_KEY or UNKNOWN_ACCOUNT, or, as
 nearcore still answers plain `query` calls for compatibility, as a result with an `error` string ("access key
 ... does not exist while viewing", "account ... does not exist while viewing"). Anything else means the RPC
@@ -70,7 +71,8 @@ def _permission(answer: Any, status: int) -> bool:
     permission = result.get("permission")
     if permission == "FullAccess":
         return True
-    if isinstance(permission, dict) and "FunctionCall" in permission:
+    if isinstance(permission, dict) and len(permission) == 1:
+        # {"FunctionCall": {...}}, and newer kinds such as gas keys: not a plain full-access key, so no
         return False
     raise _unreachable("its answer has no access key permission this service knows.")
 

@@ -1,5 +1,7 @@
 """An actor's Agent Card: its profile's name and description, one skill, our bearer keys as its security
-scheme, streaming, and the capabilities it declares as A2A extensions (capability schema URLs as URIs)."""
+scheme, streaming, the capabilities it declares as A2A extensions (capability schema URLs as URIs), and who it
+is as this server verified it (the AITP identity extension: its `verification` record as the extension's
+params)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from aitp.store.a2a import A2AAgentRecord
 from aitp.store.profiles import ProfileRecord
 
 SCHEME = "aitpKey"
+IDENTITY_EXTENSION = "https://aitp.dev/extensions/identity/v1"
 MODES = ["text/plain", "application/json"]
 PROTOCOL_VERSIONS = ("1.0", "0.3")  # what the endpoint speaks (the SDK's dispatcher, with 0.3 compatibility)
 
@@ -36,8 +39,24 @@ def _extension(registry: Registry, url: str) -> AgentExtension:
     return AgentExtension(uri=url, description=f"AITP capability: {description}", required=False)
 
 
+def _identity(verification: dict[str, Any]) -> AgentExtension:
+    kind = verification["kind"]
+    said = "local to this server (made by its admin)" if kind == "local" else f"verified ({kind})"
+    return AgentExtension(
+        uri=IDENTITY_EXTENSION,
+        description=f"AITP identity: {verification['identifier']}, {said}.",
+        required=False,
+        params=verification,
+    )
+
+
 def agent_card(
-    registry: Registry, agent: A2AAgentRecord, profile: ProfileRecord | None, endpoint: str, provider: str
+    registry: Registry,
+    agent: A2AAgentRecord,
+    profile: ProfileRecord | None,
+    verification: dict[str, Any],
+    endpoint: str,
+    provider: str,
 ) -> dict[str, Any]:
     """The card as JSON (A2A 1.0 fields, and the 0.3 ones the SDK adds for older clients)."""
     name = (profile.display_name if profile else None) or agent.actor
@@ -53,7 +72,7 @@ def agent_card(
         capabilities=AgentCapabilities(
             streaming=True,
             push_notifications=False,
-            extensions=[_extension(registry, url) for url in agent.capabilities],
+            extensions=[_identity(verification), *(_extension(registry, url) for url in agent.capabilities)],
         ),
         security_schemes={
             SCHEME: SecurityScheme(

@@ -31,7 +31,7 @@ from aitp.bindings.a2a.card import agent_card
 from aitp.bindings.a2a.handler import CALL, AitpRequestHandler, Call
 from aitp.context import principal_of, runtime_of
 from aitp.errors import APIError, InvalidRequest
-from aitp.services import a2a_agents
+from aitp.services import a2a_agents, identities
 from aitp.store.a2a import A2AAgentRecord
 
 PREFIX = "/a2a/"
@@ -80,8 +80,9 @@ async def _card(request: Request, actor: str) -> Response:
     if agent is None:
         return _not_served(actor)
     profile = await rt.store.profiles.get(actor)
+    verification = identities.verification_of(await rt.store.identities.get(actor), actor)
     base = str(request.base_url).rstrip("/")
-    return JSONResponse(agent_card(rt.registry, agent, profile, f"{base}{PREFIX}{actor}", base))
+    return JSONResponse(agent_card(rt.registry, agent, profile, verification, f"{base}{PREFIX}{actor}", base))
 
 
 async def card(request: Request) -> Response:

@@ -17,6 +17,7 @@ from aitp.client import AitpClient, AitpError
 from aitp.identity import implicit_account_of, load_private_key, near_keypair
 from aitp.testing import ServerProcess, start_server
 from tests.conftest import ADMIN_KEY, API
+from tests.support.docs import ROOT, marked_blocks
 from tests.support.identities import KeySite, key_site
 
 
@@ -96,3 +97,24 @@ async def test_the_python_client_signs_in_with_a_key_pair_in_ten_lines(api: API,
     with pytest.raises(AitpError) as refused:
         await AitpClient.sign_in("http://aitp.test", account, near_keypair()[0], transport=transport)
     assert refused.value.code == "key_not_published"
+
+
+def test_the_readmes_sign_in_example_runs_as_written(site: KeySite, server: ServerProcess) -> None:
+    """The README's Python example, with the server and the host of this test for its placeholders; what it
+    prints to publish is what the host serves."""
+    (block,) = marked_blocks(ROOT / "README.md", "identity").values()
+    code = block.code.replace("https://aitp.example", server.base_url).replace("sunnysocks.example", site.host)
+    printed: list[object] = []
+
+    def publish_or_print(*values: object) -> None:
+        if isinstance(values[0], dict) and "keys" in values[0]:
+            site.body = json.dumps(values[0]).encode()
+        printed.append(values)
+
+    exec(compile(code, "README.md", "exec"), {"print": publish_or_print, "__name__": "__main__"})
+    verification, expires_at = printed[-1]
+    assert verification.kind == "domain" and verification.identifier == site.host and expires_at
+    shop_policy = httpx.get(
+        f"{server.base_url}/v1/actors/{site.host}", headers={"Authorization": f"Bearer {ADMIN_KEY}"}
+    ).json()["contact_policy"]
+    assert shop_policy["policy"] == "anyone"

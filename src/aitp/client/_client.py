@@ -28,6 +28,7 @@ from aitp.bindings.openai_threads.models import (
     Thread,
     ThreadCapabilities,
 )
+from aitp.bindings.openai_threads.models.identities import ActorIdentity, ContactPolicy
 from aitp.client._content import ActorSpec, MessageContent, actor_body, content_body, declarations
 from aitp.client._http import HttpSession, segment
 from aitp.client._sign_in import PrivateKey
@@ -393,6 +394,25 @@ class AitpClient:
             openapi_root=openapi_root,
         )
         return await self._http.call(Capability, "POST", "/capabilities", json=body)
+
+    # ----------------------------------------------------------------------------------- identity
+
+    async def get_actor(self, actor_id: str) -> ActorIdentity:
+        """`GET /v1/actors/{id}`: the actor's kind (`domain`, `near`, `local`) and `verification`, with its
+        profile when it is verified (or the caller itself); 404 `actor_not_found` for an actor unknown here."""
+        return await self._http.call(ActorIdentity, "GET", f"/actors/{segment(actor_id)}")
+
+    async def get_contact_policy(self) -> ContactPolicy:
+        """Who may bring the caller's actor into a thread."""
+        return await self._http.call(ContactPolicy, "GET", "/actors/me/contact_policy")
+
+    async def set_contact_policy(
+        self, policy: Literal["anyone", "verified", "allow_list", "nobody"], *, allow: Sequence[str] | None = None
+    ) -> ContactPolicy:
+        """Set who may bring the caller's actor into a thread: `anyone` (a business serving the public),
+        `verified` (domain and NEAR actors), `allow_list` (the ids in `allow`) or `nobody`."""
+        body = _body(policy=policy, allow=None if allow is None else list(allow))
+        return await self._http.call(ContactPolicy, "PUT", "/actors/me/contact_policy", json=body)
 
     # --------------------------------------------------------------------------- API keys (admin)
 

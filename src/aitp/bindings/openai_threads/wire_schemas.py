@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from aitp.bindings.openai_threads import models
-from aitp.bindings.openai_threads.models import codes, profiles
+from aitp.bindings.openai_threads.models import codes, identities, profiles
 
 BASE_URL = "https://aitp.dev/service/schemas/"
 
@@ -41,6 +41,10 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "websocket-ticket": (codes.Ticket, "serialization"),
     "sign-in-code": (codes.SignInCode, "serialization"),
     "signed-in": (codes.SignedIn, "serialization"),
+    "actor-identity": (identities.ActorIdentity, "serialization"),
+    "contact-policy": (identities.ContactPolicy, "serialization"),
+    "auth-challenge": (identities.Challenge, "serialization"),
+    "auth-token": (identities.Token, "serialization"),
     "create-thread-request": (models.CreateThreadRequest, "validation"),
     "modify-thread-request": (models.ModifyThreadRequest, "validation"),
     "create-message-request": (models.CreateMessageRequest, "validation"),
@@ -51,6 +55,9 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "profile-input": (profiles.ProfileInput, "validation"),
     "create-sign-in-code-request": (codes.CreateSignInCodeRequest, "validation"),
     "sign-in-request": (codes.SignInRequest, "validation"),
+    "contact-policy-input": (identities.ContactPolicyInput, "validation"),
+    "auth-challenge-request": (identities.ChallengeRequest, "validation"),
+    "auth-token-request": (identities.TokenRequest, "validation"),
 }
 
 

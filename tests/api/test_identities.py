@@ -299,3 +299,16 @@ async def test_generic_openai_sdk_code_meets_the_contact_rule_with_a_clear_error
     with pytest.raises(openai.BadRequestError) as unknown:
         await client.beta.threads.create(metadata={"actors": '[{"id": "nobody-here"}]'})
     assert unknown.value.code == "unknown_actor"
+
+
+async def test_a_verified_actors_profile_is_public_a_local_ones_is_not(api: API, site: KeySite) -> None:
+    await verified_shop(api, site)
+    customer = await api.actor("cust-1")
+    await customer.put("/actors/me/profile", json={"display_name": "Ada"})
+    shown = (await customer.get(f"/actors/{site.host}/profile")).json()
+    assert (shown["display_name"], shown["verified"]) == ("Sunny Socks", True)
+    assert (await customer.get("/actors/cust-1/profile")).json()["display_name"] == "Ada"
+    other = await api.actor("cust-2")
+    assert error(await other.get("/actors/cust-1/profile")) == (404, "actor_not_found", "actor_id")
+    assert error(await other.get("/actors/cust-1/contact_policy"))[:2] == (403, "permission_denied")
+    assert (await api.admin.get("/actors/cust-1/contact_policy")).json()["policy"] == "anyone"

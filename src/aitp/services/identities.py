@@ -124,6 +124,13 @@ def shows_policy(principal: Principal, identity: IdentityRecord) -> bool:
     return principal.admin or principal.actor == identity.actor
 
 
+async def own_policy(rt: Runtime, principal: Principal, actor: str) -> IdentityRecord:
+    """The actor's identity, to read its contact policy: only the actor itself, or an admin, may (403)."""
+    if actor != principal.actor and not principal.admin:
+        raise PermissionDenied("Only the actor itself (or an admin) may read its contact policy.", param="actor_id")
+    return await identity_of(rt, actor)
+
+
 async def set_contact_policy(
     rt: Runtime, principal: Principal, actor: str, policy: str, allow: Sequence[str] | None
 ) -> IdentityRecord:

@@ -8,7 +8,7 @@ import binascii
 import re
 from urllib.parse import urlsplit
 
-from aitp.errors import Conflict, InvalidRequest, PermissionDenied
+from aitp.errors import Conflict, InvalidRequest, NotFound, PermissionDenied
 from aitp.identity.names import name_key
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
@@ -44,6 +44,17 @@ def empty(actor: str) -> ProfileRecord:
 async def own_profile(rt: Runtime, principal: Principal) -> Shown:
     profile = await rt.store.profiles.get(principal.actor) or empty(principal.actor)
     return profile, await rt.store.identities.get(principal.actor)
+
+
+async def visible_profile(rt: Runtime, principal: Principal, actor: str) -> Shown:
+    """Another actor's profile, where the caller may see it without a shared thread: a verified actor's is
+    public, anyone's to itself and to admins (404 otherwise, as for an unknown actor: local actors' profiles
+    are seen through the threads one shares with them)."""
+    identity = await rt.store.identities.get(actor)
+    if identity is None or not identities.shows_profile(principal, identity):
+        raise NotFound(f"No actor '{actor}' with a profile this key may see.", param="actor_id", code="actor_not_found")
+    profile = await rt.store.profiles.get(actor) or empty(actor)
+    return profile, identity
 
 
 async def shown(rt: Runtime, actors: list[str]) -> list[Shown]:

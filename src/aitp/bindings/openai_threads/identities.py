@@ -69,7 +69,7 @@ async def _put_policy(rt: Runtime, principal: Principal, actor: str, body: Conta
     summary="Who may bring the caller into a thread",
 )
 async def get_my_contact_policy(rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return FastJSONResponse(render_policy(await identities.identity_of(rt, principal.actor)))
+    return FastJSONResponse(render_policy(await identities.own_policy(rt, principal, principal.actor)))
 
 
 @router.put(
@@ -80,6 +80,16 @@ async def get_my_contact_policy(rt: RuntimeDep, principal: PrincipalDep) -> Fast
 )
 async def put_my_contact_policy(body: ContactPolicyInput, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return await _put_policy(rt, principal, principal.actor, body)
+
+
+@router.get(
+    "/actors/{actor_id:path}/contact_policy",
+    responses=error_responses(*KEYED, 403, 404),
+    response_model=ContactPolicy,
+    summary="Who may bring an actor into a thread (that actor's key, or an admin's)",
+)
+async def get_contact_policy(actor_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(render_policy(await identities.own_policy(rt, principal, actor_id)))
 
 
 @router.put(

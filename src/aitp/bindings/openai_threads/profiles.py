@@ -60,6 +60,16 @@ async def put_my_profile(body: ProfileInput, rt: RuntimeDep, principal: Principa
     return await _put(rt, principal, principal.actor, body)
 
 
+@router.get(
+    "/actors/{actor_id}/profile",
+    responses=error_responses(*KEYED, 404),
+    response_model=Profile,
+    summary="An actor's profile (a verified actor's is public; anyone's to itself and admins)",
+)
+async def get_profile(actor_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
+    return FastJSONResponse(render(await profiles.visible_profile(rt, principal, actor_id)))
+
+
 @router.put(
     "/actors/{actor_id}/profile",
     responses=error_responses(*KEYED, *BODY, 403, 409),

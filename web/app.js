@@ -27,6 +27,7 @@ const elements = {
   workspace: $("#workspace"),
   account: $("#account"),
   whoami: $("#whoami"),
+  myIdentity: $("#my-identity"),
   myAvatar: $("#my-avatar"),
   signOut: $("#sign-out"),
   connection: $("#connection"),
@@ -67,6 +68,7 @@ class Session {
         main: elements.conversation,
         title: elements.title,
         subtitle: $("#thread-subtitle"),
+        identities: $("#thread-identities"),
         avatars: $("#thread-avatars"),
         log: $("#messages"),
         scroller: $("#scroller"),
@@ -85,7 +87,9 @@ class Session {
     this.people.onChange((actors) => {
       this.list.render();
       this.showWhoami();
-      if (this.view.thread?.actors.some((actor) => actors.has(actor.id))) this.view.refreshPeople();
+      // the thread's people, or someone its messages name (a quote's payee, looked up on its own)
+      const shown = (id) => this.view.thread?.actors.some((actor) => actor.id === id) || this.people.lookups.has(id);
+      if (this.view.thread && [...actors].some(shown)) this.view.refreshPeople();
     });
     this.inbox = new Inbox({
       api,
@@ -102,6 +106,10 @@ class Session {
       this.api("GET", "/capabilities"),
     ]);
     this.registry = registry.data;
+    // my own name and verification, before any thread of mine is read (a new account has none)
+    this.api("GET", "/actors/me/profile")
+      .then((profile) => this.people.set(profile))
+      .catch((error) => console.warn("Could not read my profile", error));
     for (const thread of threads) this.list.upsert(thread);
     this.list.showCreateForm();
     this.showWhoami();
@@ -148,6 +156,8 @@ class Session {
   showWhoami() {
     const me = this.identity.actor;
     elements.whoami.textContent = this.people.name(me);
+    // how the others see me; an admin key is the operator's, no account of its own
+    elements.myIdentity.replaceChildren(this.identity.admin ? "" : this.people.badge(me));
     elements.myAvatar.replaceChildren(this.people.avatar(me, "small"));
   }
 

@@ -97,7 +97,7 @@ export function messageView(message, ctx) {
     {
       class: ["message", mine && "mine", structured && "structured", answer && "answer"].filter(Boolean).join(" "),
       dataset: { messageId: message.id, actor },
-      "aria-label": `${name}, ${formatTime(message.created_at)}`,
+      "aria-label": `${mine || !ctx.people ? name : ctx.people.spoken(actor)}, ${formatTime(message.created_at)}`,
     },
     !mine && ctx.people && h("div", { class: "message-avatar" }, ctx.people.avatar(actor, "small")),
     h(
@@ -107,6 +107,8 @@ export function messageView(message, ctx) {
         "header",
         { class: "message-head" },
         h("span", { class: "message-author", title: actor }, name),
+        // the name is what the account says about itself; the mark says what the server checked
+        !mine && ctx.people && ctx.people.badge(actor),
         h("time", { datetime: time.toISOString(), class: "message-time" }, formatTime(message.created_at)),
       ),
       h(

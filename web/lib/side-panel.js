@@ -23,6 +23,15 @@ function shortDeclaration(declaration) {
   return match ? `${match[1]} v${match[2]}` : text;
 }
 
+/** What the server checked about an actor, in a sentence. */
+function identityLine({ verified, kind, identifier }) {
+  if (!verified) return "Not verified: this name is what the account says about itself.";
+  const id = h("span", { class: "identity-full" }, identifier);
+  if (kind === "domain") return ["Verified: ", id, " publishes this account's keys."];
+  if (kind === "near") return ["Verified NEAR account ", id, "."];
+  return ["Verified as ", id, "."];
+}
+
 export class SidePanel {
   /**
    * @param {HTMLElement} root the <aside>
@@ -89,8 +98,11 @@ export class SidePanel {
               "span",
               { class: "person-name" },
               this.people.name(actor.id),
+              this.people.badge(actor.id),
               actor.id === me && h("span", { class: "badge" }, "you"),
             ),
+            // in words, for screens without tooltips: what the mark stands for
+            h("p", { class: "person-identity" }, identityLine(this.people.identity(actor.id))),
             profile?.description && h("p", { class: "person-description" }, profile.description),
           ),
         );

@@ -143,7 +143,8 @@ export class ThreadList {
       this.list,
       shown.map(({ entry, title, line }) => {
         const { thread, activity, unread } = entry;
-        const other = thread.actors.map((actor) => actor.id).find((id) => id !== me) ?? me;
+        const others = thread.actors.map((actor) => actor.id).filter((id) => id !== me);
+        const other = others[0] ?? me;
         return h(
           "li",
           { dataset: { threadId: thread.id } },
@@ -164,13 +165,28 @@ export class ThreadList {
                 h("span", { class: "thread-title" }, title),
                 h("time", { class: "thread-time" }, formatTime(activity)),
               ),
-              h("span", { class: "thread-preview" }, line),
+              h(
+                "span",
+                { class: "thread-meta" },
+                // who the conversation is with, as checked (the avatar and the name alone prove nothing);
+                // on a line of its own with the preview, so the title keeps the width it needs
+                others.length === 1 && this.#badge(others[0], title),
+                h("span", { class: "thread-preview" }, line),
+              ),
             ),
             unread && h("span", { class: "visually-hidden" }, " (unread)"),
           ),
         );
       }),
     );
+  }
+
+  /** The mark of the one other actor, before the preview; under a subject it says whose mark it is. */
+  #badge(actor, title) {
+    const badge = this.people.badge(actor);
+    const name = this.people.name(actor);
+    if (title !== name) badge.prepend(h("span", { class: "visually-hidden" }, `with ${name}: `));
+    return badge;
   }
 
   #preview({ thread, last }, me) {
@@ -181,7 +197,9 @@ export class ThreadList {
   }
 
   #matches({ thread }, title, line) {
-    const names = thread.actors.map((actor) => `${actor.id} ${this.people.name(actor.id)}`).join(" ");
+    const names = thread.actors
+      .map((actor) => `${actor.id} ${this.people.name(actor.id)} ${this.people.identity(actor.id).identifier}`)
+      .join(" ");
     return `${title} ${line} ${names}`.toLowerCase().includes(this.query);
   }
 

@@ -14,7 +14,7 @@ const ACTOR_EVENTS = new Set(["thread.actor.joined", "thread.actor.updated", "th
 
 export class ThreadView {
   /**
-   * @param {object} elements {main, title, subtitle, avatars, log, scroller, composer, newMessages}
+   * @param {object} elements {main, title, subtitle, identities, avatars, log, scroller, composer, newMessages}
    * @param {{api: Function, identity: object, people: object, sidePanel: object,
    *          onClosed: (id: string, why: string) => void}} options
    */
@@ -248,11 +248,40 @@ export class ThreadView {
     this.elements.subtitle.textContent = others.length
       ? `With ${others.map((id) => this.people.name(id)).join(", ")}`
       : "Only you so far";
+    replaceChildren(this.elements.identities, this.#identities(others));
     replaceChildren(
       this.elements.avatars,
       (others.length ? others : [this.me]).slice(0, 3).map((id) => this.people.avatar(id, "medium")),
     );
     this.#renderActAs();
+  }
+
+  /**
+   * After "With …": what the server checked about those people. One person: their mark. Several: how many
+   * are not verified, named in the tooltip (the People panel marks each one).
+   */
+  #identities(others) {
+    if (others.length === 0) return null;
+    if (others.length === 1) return this.people.badge(others[0]);
+    const unverified = others.filter((id) => !this.people.verified(id));
+    if (unverified.length === 0) {
+      return h(
+        "span",
+        { class: "identity identity-verified", title: "Everyone here is verified", dataset: { verified: "true" } },
+        h("span", { class: "identity-id" }, "all verified"),
+        " ",
+        h("span", { class: "identity-check", "aria-hidden": "true" }, "✓"),
+      );
+    }
+    const names = unverified.map((id) => this.people.name(id)).join(", ");
+    const said = `not verified: ${names}. These names are what the accounts say about themselves.`;
+    return h(
+      "span",
+      { class: "identity identity-unverified", title: said, dataset: { verified: "false" } },
+      h("span", { "aria-hidden": "true" }, `${unverified.length} unverified`),
+      " ",
+      h("span", { class: "visually-hidden" }, said),
+    );
   }
 
   /** The inbox is live again after a drop: what it replays now arrived while the user could not see it. */

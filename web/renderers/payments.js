@@ -4,7 +4,7 @@ import { h } from "../lib/dom.js";
 import { safeLinkUrl } from "../lib/urls.js";
 import { formatDate, formatMoney } from "../lib/format.js";
 import { paymentMethodName } from "../lib/plain-words.js";
-import { actorOf, capabilityParts, findPart, whoIs } from "./thread.js";
+import { actorOf, capabilityParts, findPart, labelOf } from "./thread.js";
 
 function quoteTitle(ctx, quoteId) {
   const found = findPart(ctx.messages(), "quote", "quote_id", quoteId);
@@ -76,7 +76,7 @@ export function renderPayment(payload, part, message, ctx) {
     h("h3", { class: "aitp-title" }, `Payment for “${quoteTitle(ctx, payment.quote_id)}”`),
     h("p", { class: "aitp-amount" }, formatMoney(method.amount, method.currency)),
     facts([
-      ["Payer", payment.payer_id && whoIs(ctx, payment.payer_id)],
+      ["Payer", payment.payer_id && labelOf(ctx, payment.payer_id)],
       ["Method", method.type ? paymentMethodName(method) : null],
       ["Time", payment.timestamp ? formatDate(payment.timestamp) : null],
     ]),

@@ -3,12 +3,54 @@
 // `payment` or a legacy `payment_authorization`. There is no wallet: nothing is signed or moved.
 // The card follows the quote's payment lifecycle (paymentState): paid only after a success, Pay
 // enabled again after a failure, a pending payment shown as pending. Pay asks for a confirmation first.
+// Who is paid is named as the server verified it; a quote from an unverified actor (or sent by one in
+// someone else's name) carries a warning before Pay: a warning, not a block, since a customer may know them.
 import { h, uniqueId } from "../lib/dom.js";
 import { formatDate, formatMoney, isPast } from "../lib/format.js";
 import { paymentMethodName } from "../lib/plain-words.js";
 import { facts, paymentState } from "./payments.js";
 import { requestLifecycle } from "./request.js";
-import { whoIs } from "./thread.js";
+import { actorOf, isVerified, labelOf, whoIs } from "./thread.js";
+
+/**
+ * Why paying this quote deserves a second look, as [lead, sentence], or null: its payee is not verified, or
+ * an unverified actor sent it in a verified payee's name (a display name proves nothing; the quote's author
+ * and payee are the facts).
+ */
+function trustWarning(ctx, sender, payee) {
+  if (sender === ctx.me || !ctx.people) return null; // my own quote; or no profiles to judge by
+  if (!isVerified(ctx, payee)) {
+    return [
+      "Unverified payee:",
+      " this request does not come from a verified business. Do not pay unless you know who this is.",
+    ];
+  }
+  if (sender !== payee && !isVerified(ctx, sender)) {
+    return [
+      "Unverified sender:",
+      ` ${whoIs(ctx, sender)} is not verified and sent this quote in the name of ${whoIs(ctx, payee)}. ` +
+        "Do not pay unless you know who this is.",
+    ];
+  }
+  return null;
+}
+
+/** The warning as shown on the card and in the review (the same words in both). */
+function warningNote(warning, attributes = {}) {
+  return h(
+    "p",
+    { class: "aitp-warning", ...attributes },
+    h("span", { class: "aitp-warning-icon", "aria-hidden": "true" }, "⚠"),
+    h("strong", {}, warning[0]),
+    warning[1],
+  );
+}
+
+/** Who the review says is paid: "Sunny Socks (sunnysocks.example ✓)" when verified, else the name. */
+function payeeWords(ctx, payee) {
+  if (payee === ctx.me || !ctx.people || typeof ctx.people.payee !== "function") return whoIs(ctx, payee);
+  return ctx.people.payee(payee);
+}
 
 /** What the card says and whether Pay is enabled, for a payment state and an expiry. */
 function standing({ state, payer, message }, expired) {
@@ -85,6 +127,12 @@ export function renderQuote(payload, part, message, ctx) {
   const legacy = Array.isArray(quote.payment_plans) || (part.aitp && part.aitp.capability === "aitp-legacy-payments");
   const capability = (part.aitp && part.aitp.capability) || (legacy ? "aitp-legacy-payments" : "aitp-01-payments");
   const payee = legacy ? quote.payee_id : quote.merchant_id;
+  const sender = actorOf(message);
+  // who is paid: the payee the quote names, else whoever sent it
+  const paid = typeof payee === "string" && payee ? payee : sender;
+  // a payee outside the thread has no profile here yet: ask the server who it is (the card is drawn again)
+  if (ctx.people && typeof ctx.people.lookup === "function") ctx.people.lookup(paid);
+  const warning = trustWarning(ctx, sender, paid);
   const expiry = legacy ? quote.valid_until : quote.expiration;
   const offers = offersOf(quote, legacy);
   const headingId = uniqueId("quote-title");
@@ -104,7 +152,8 @@ export function renderQuote(payload, part, message, ctx) {
   if (first) root.append(h("p", { class: "aitp-amount" }, formatMoney(first.amount, first.currency)));
   root.append(
     facts([
-      [legacy ? "Payee" : "Merchant", payee && whoIs(ctx, payee)],
+      [legacy ? "Payee" : "Merchant", payee && labelOf(ctx, payee)],
+      ["Sent by", sender !== paid || !payee ? labelOf(ctx, sender) : null],
       [expiry && isPast(expiry) ? "Expired" : "Expires", expiry && formatDate(expiry)],
     ]),
   );
@@ -128,9 +177,11 @@ export function renderQuote(payload, part, message, ctx) {
       );
     }),
   );
+  // before Pay, where it is read first; Pay is described by it too
+  const cardWarning = warning && warningNote(warning, { id: uniqueId("quote-warning"), "data-warning": "card" });
   const pay = h(
     "button",
-    { type: "button", class: "aitp-button aitp-primary" },
+    { type: "button", class: "aitp-button aitp-primary", "aria-describedby": cardWarning ? cardWarning.id : null },
     first ? `Pay ${formatMoney(first.amount, first.currency)}` : "Pay",
   );
   const chosenOffer = () => offers[Number(list.querySelector("input:checked").value)];
@@ -141,9 +192,14 @@ export function renderQuote(payload, part, message, ctx) {
   });
   // the review step: what is paid, to whom and how, before anything is sent
   const reviewText = h("p", { class: "aitp-review-text", id: uniqueId("review") });
+  const reviewWarning = warning && warningNote(warning, { id: uniqueId("review-warning"), "data-warning": "review" });
   const confirm = h(
     "button",
-    { type: "button", class: "aitp-button aitp-primary", "aria-describedby": reviewText.id },
+    {
+      type: "button",
+      class: "aitp-button aitp-primary",
+      "aria-describedby": [reviewText.id, reviewWarning?.id].filter(Boolean).join(" "),
+    },
     "Confirm payment",
   );
   const cancel = h("button", { type: "button", class: "aitp-button" }, "Cancel");
@@ -151,9 +207,10 @@ export function renderQuote(payload, part, message, ctx) {
     "div",
     { class: "aitp-review", role: "group", "aria-label": "Review the payment", hidden: true },
     reviewText,
+    reviewWarning,
     h("div", { class: "aitp-actions" }, cancel, confirm),
   );
-  controls.append(list, pay, review);
+  controls.append(...[list, cardWarning, pay, review].filter(Boolean));
   const answerType = legacy ? "payment_authorization" : "payment";
   const expired = Boolean(expiry && isPast(expiry));
   const lifecycle = requestLifecycle(ctx, message, {
@@ -174,8 +231,12 @@ export function renderQuote(payload, part, message, ctx) {
   root.append(h("p", { class: "aitp-fineprint" }, "No wallet is connected: paying sends the payment message only."));
   pay.addEventListener("click", () => {
     const offer = chosenOffer();
-    const to = payee ? ` to ${whoIs(ctx, payee)}` : "";
-    reviewText.textContent = `You are paying ${formatMoney(offer.amount, offer.currency)}${to} with ${offer.method}.`;
+    // named as verified now (not when the card was drawn: the payee's identity may have arrived since)
+    reviewText.replaceChildren(
+      `You are paying ${formatMoney(offer.amount, offer.currency)} to `,
+      payeeWords(ctx, paid),
+      ` with ${offer.method}.`,
+    );
     review.hidden = false;
     confirm.disabled = false; // a retry after a failed payment: the last confirmation left it disabled
     confirm.focus();

@@ -1,11 +1,12 @@
 // AITP-02 `request_decision`: a product grid, radio or checkbox choice, or confirmation buttons;
 // the user's choice goes back as a `decision` naming the request and the chosen option ids. Buying is two
-// steps: Buy shows an order summary (item, quantity, total), Confirm sends the decision; while it is on its
-// way every Buy of the card is disabled. Once answered, the card shows what was chosen (after a reload too).
+// steps: Buy shows an order summary (seller, item, quantity, total), Confirm sends the decision; while it is on
+// its way every Buy of the card is disabled. Once answered, the card shows what was chosen (after a reload too).
 import { h, replaceChildren, uniqueId } from "../lib/dom.js";
 import { safeImageUrl, safeLinkUrl } from "../lib/urls.js";
 import { formatMoney, priceOf, stars } from "../lib/format.js";
 import { requestLifecycle } from "./request.js";
+import { actorOf, labelOf } from "./thread.js";
 
 const KINDS = ["products", "checkbox", "radio", "confirmation"];
 
@@ -64,7 +65,9 @@ export function renderRequestDecision(payload, part, message, ctx) {
   const decide = (button, options) => lifecycle.sendFrom(button, { request_decision_id: String(request.id), options });
   let showChosen = () => {};
   if (kind === "products") {
-    const grid = productGrid(request, controls, (...args) => sendOrder(...args));
+    // who sells: the request's author, named as verified ("Sunny Socks · sunnysocks.example ✓")
+    const seller = () => labelOf(ctx, actorOf(message));
+    const grid = productGrid(request, seller, (...args) => sendOrder(...args));
     controls.append(grid.element, grid.summary);
     showChosen = grid.showChosen;
   } else if (kind === "confirmation") {
@@ -109,8 +112,8 @@ export function renderRequestDecision(payload, part, message, ctx) {
 }
 
 /** The grid of product cards and the order summary that Buy opens; `showChosen(decision)` marks an answer. */
-function productGrid(request, controls, sendOrder) {
-  const summary = orderSummary(sendOrder);
+function productGrid(request, seller, sendOrder) {
+  const summary = orderSummary(seller, sendOrder);
   const cards = (request.options || []).map((option) => productCard(option, summary));
   const element = h(
     "ul",
@@ -134,8 +137,8 @@ function unitPrice(option) {
   return Number.isFinite(amount) ? { amount, currency: plan.currency } : null;
 }
 
-/** "Your order": what Buy chose, with its total, and Confirm / Change. */
-function orderSummary(sendOrder) {
+/** "Your order": who sells, what Buy chose, with its total, and Confirm / Change. */
+function orderSummary(seller, sendOrder) {
   const headingId = uniqueId("order");
   const linesId = uniqueId("order-lines");
   const lines = h("dl", { class: "aitp-order-lines", id: linesId });
@@ -175,6 +178,7 @@ function orderSummary(sendOrder) {
       const each = price ? formatMoney(price.amount, price.currency) : null;
       const total = price ? formatMoney(Math.round(price.amount * quantity * 100) / 100, price.currency) : null;
       lines.replaceChildren(
+        row("Seller", seller(), "aitp-order-seller"),
         row("Item", name, "aitp-order-item"),
         row("Quantity", each ? `${quantity} × ${each}` : String(quantity), "aitp-order-quantity"),
         row("Total", total || "Price given in the shop's quote", "aitp-order-total"),

@@ -89,3 +89,18 @@ export function whoIs(ctx, actor) {
 export function capitalized(who) {
   return who === "you" ? "You" : who;
 }
+
+/**
+ * `actor` named with what the server checked about it ("Sunny Socks · sunnysocks.example ✓", or an
+ * "unverified" tag): for rows that name a person (a payee, a payer). "you" for the signed-in actor; the
+ * plain name where the app gives no people (the renderers also run without it).
+ */
+export function labelOf(ctx, actor) {
+  if (actor === ctx.me || !ctx.people || typeof ctx.people.label !== "function") return whoIs(ctx, actor);
+  return ctx.people.label(actor, { me: ctx.me });
+}
+
+/** Whether the server verified `actor` (a domain or a NEAR account); never without the app's people. */
+export function isVerified(ctx, actor) {
+  return Boolean(ctx.people && typeof ctx.people.verified === "function" && ctx.people.verified(actor));
+}

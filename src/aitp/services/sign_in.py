@@ -42,6 +42,7 @@ from aitp.identity import (
 from aitp.identity.names import name_key
 from aitp.runtime import Runtime
 from aitp.services import keys
+from aitp.services.destinations import tls_context
 from aitp.services.rate_limit import RateLimiter
 from aitp.services.well_known import WellKnownCache
 from aitp.store.codes import CodeRecord
@@ -219,7 +220,7 @@ async def _key_id(rt: Runtime, kind: str, actor: str, proof: Any, nonce: str, ra
         if implicit_account_of(public_key) != actor:
             raise ProofRefused("key_not_published", "The key that signed is not the implicit account's own key.")
         return public_key
-    async with httpx.AsyncClient(trust_env=False) as client:
+    async with httpx.AsyncClient(trust_env=False, verify=tls_context()) as client:
         full = await full_access_key(
             rt.settings.near_rpc_url, actor, public_key, client=client, timeout=rt.settings.identity_timeout
         )

@@ -30,7 +30,7 @@ import jwt
 
 from aitp.identity import ProofRefused, PublishedKeys, parse_domain_actor, read_document, well_known_urls
 from aitp.identity.actor_ids import DomainActor
-from aitp.services.destinations import addresses, is_allowed, is_public, pinned
+from aitp.services.destinations import addresses, is_allowed, is_public, pinned, tls_context
 
 DEFAULT_MAX_BYTES = 64 * 1024
 MAX_ENTRIES = 10_000  # documents kept; past it the oldest kept is dropped
@@ -195,6 +195,7 @@ class WellKnownCache:
                     raise _unreachable(f"{url.host} resolves to {refused}, which this service does not fetch from.")
                 async with httpx.AsyncClient(
                     transport=self._transport,
+                    verify=tls_context(),
                     follow_redirects=False,
                     trust_env=False,  # no proxies or .netrc credentials from this process's environment
                     timeout=self.timeout,

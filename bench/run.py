@@ -46,6 +46,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], float]] = {
     "membership": ([], ["--rounds", "1", "--duration", "2"], 180),
     "idle_inboxes": ([], ["--idle", "300", "--rounds", "1", "--duration", "2"], 300),
     "a2a_send": ([], ["--rounds", "1", "--duration", "2"], 180),
+    "sign_in": ([], ["--rounds", "1", "--duration", "2", "--synchronous", "full"], 240),
 }
 
 

@@ -139,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
     async def serve() -> None:
         async with AitpClient(args.url, args.key) as client:
+            await client.set_contact_policy("anyone")  # a shop serves the public: anyone may open a thread with it
             await shop(client, cursor_file=args.cursor_file).run(args.after)
 
     try:

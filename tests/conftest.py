@@ -179,19 +179,33 @@ def serve_store(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
 
 @pytest.fixture
 def serve_backend(backend: Backend, serve_store: Callable[..., ServerProcess]) -> Callable[..., ServerProcess]:
-    """Start real `aitp serve` processes on the test's backend, admin key `ADMIN_KEY`; env vars as keywords."""
+    """Start real `aitp serve` processes on the test's backend, admin key `ADMIN_KEY`, anyone may contact the
+    actors its keys make (`AITP_CONTACT_POLICY`); env vars as keywords."""
 
     def start(**env: str) -> ServerProcess:
-        return serve_store(backend.url, **{"AITP_ADMIN_KEY": ADMIN_KEY, **env})
+        return serve_store(backend.url, **{"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_CONTACT_POLICY": "anyone", **env})
 
     return start
 
 
-@pytest.fixture
-def live_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    """A real server on the embedded store with a known admin key (`ADMIN_KEY`)."""
-    server = start_server(f"sqlite:///{tmp_path / 'live.db'}", tmp_path / "serve.log", {"AITP_ADMIN_KEY": ADMIN_KEY})
+def _live(tmp_path: Path, **env: str) -> Iterator[ServerProcess]:
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY, **env}
+    server = start_server(f"sqlite:///{tmp_path / 'live.db'}", tmp_path / "serve.log", env)
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    """A real server on the embedded store with a known admin key (`ADMIN_KEY`); anyone may contact the actors
+    its keys make (`AITP_CONTACT_POLICY`)."""
+    yield from _live(tmp_path, AITP_CONTACT_POLICY="anyone")
+
+
+@pytest.fixture
+def default_live_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    """`live_server` with the default contact policy (a new actor accepts verified actors only), as a reader of
+    the docs starts `aitp serve`."""
+    yield from _live(tmp_path)

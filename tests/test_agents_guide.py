@@ -18,6 +18,13 @@ GUIDE = ROOT / "docs" / "agents.md"
 BLOCKS = marked_blocks(GUIDE, "run")
 WAIT = 60  # seconds a block may take
 
+
+@pytest.fixture
+def live_server(default_live_server: ServerProcess) -> ServerProcess:
+    """The docs run against `aitp serve` as their readers start it: its default contact policy."""
+    return default_live_server
+
+
 # what each block must print: each in a line of its own, in this order
 PRINTS = {
     "inbox": ["user.near 0", "text: Which colour?", "aitp-02-decisions 1.0.0 request_decision ['red', 'blue']"],

@@ -84,9 +84,9 @@ class Conversation:
 @pytest.fixture
 def conversation(sdk: Callable[[str], openai.OpenAI]) -> Conversation:
     """A thread created by the user agent with the shop (a business agent with capabilities) in it."""
-    user = sdk(USER)
+    user, shop = sdk(USER), sdk(SHOP)  # the shop's key makes it known: a thread may name only known actors
     thread = user.beta.threads.create(metadata={"actors": json.dumps(ACTORS), "topic": "shoes"})
-    return Conversation(user=user, shop=sdk(SHOP), thread=thread)
+    return Conversation(user=user, shop=shop, thread=thread)
 
 
 def texts(message: Message) -> list[str]:
@@ -156,6 +156,7 @@ def test_thread_update_replaces_user_metadata_and_keeps_actors(conversation: Con
 def test_thread_created_with_initial_messages_and_tool_resources(sdk: Callable[[str], openai.OpenAI]) -> None:
     """`threads.create(messages=[...])` stores the messages in order as the creator's; tool_resources round-trip."""
     user = sdk(USER)
+    sdk(SHOP)  # its key makes the shop known: a thread may name only known actors
     thread = user.beta.threads.create(
         messages=[
             {"role": "user", "content": "first", "metadata": {"n": "1"}},

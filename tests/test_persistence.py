@@ -45,7 +45,7 @@ def test_thread_messages_and_events_survive_a_restart_and_seq_continues(tmp_path
     """Create, modify and delete on one server; a second server on the same file reads it all back
     identically, keys included, and the next write takes the next seq."""
     store_url = f"sqlite:///{tmp_path / 'aitp.db'}"
-    env = {"AITP_ADMIN_KEY": ADMIN_KEY}
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_CONTACT_POLICY": "anyone"}  # the user may bring the shop in
 
     first = start_server(store_url, tmp_path / "first.log", env)
     try:

@@ -10,6 +10,7 @@ import subprocess
 from typing import Any
 
 import httpx
+import pytest
 
 from aitp.testing import ServerProcess
 from tests.conftest import ADMIN_KEY
@@ -18,6 +19,12 @@ from tests.support.docs import ROOT, actor_keys, command, marked_blocks
 TOURS = marked_blocks(ROOT / "README.md", "tour")
 DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
 WAIT = 60  # seconds a whole tour may take
+
+
+@pytest.fixture
+def live_server(default_live_server: ServerProcess) -> ServerProcess:
+    """The docs run against `aitp serve` as their readers start it: its default contact policy."""
+    return default_live_server
 
 
 def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -137,6 +137,7 @@ async def test_thread_and_message_responses_validate(api: API) -> None:
 async def test_actor_event_key_and_deletion_responses_validate(api: API) -> None:
     """Actor lists, the event log (and each event's object), API keys and deletion receipts conform."""
     user = await api.actor("user.near")
+    await api.known("shop.near")
     thread_id = body_of(await user.post("/threads", json={"messages": ["hi"]}))["id"]
     joined = body_of(
         await user.post(f"/threads/{thread_id}/actors", json={"id": "shop.near", "capabilities": [PAYMENTS]})
@@ -239,6 +240,7 @@ async def test_capability_range_declarations_validate(api: API) -> None:
     """A `{"capability", "versions"}` declaration, which the service accepts and returns as given,
     must be allowed by the actor/thread schemas too."""
     user = await api.actor("user.near")
+    await api.known("shop.near")
     declaration = {"capability": "aitp-02-decisions", "versions": ">=1.0.0,<2"}
     thread = body_of(
         await user.post(

@@ -210,7 +210,7 @@ async def test_a_subscriber_on_one_worker_gets_every_post_made_through_the_other
     serve_workers: Callable[..., ServerProcess], backend: Backend
 ) -> None:
     """Thread events and bob's inbox, streamed (SSE) from worker A, while alice posts through worker B."""
-    server = serve_workers(backend.url, AITP_ADMIN_KEY=ADMIN_KEY)
+    server = serve_workers(backend.url, AITP_ADMIN_KEY=ADMIN_KEY, AITP_CONTACT_POLICY="anyone")  # alice adds bob
     alice, bob = create_key(server, "alice"), create_key(server, "bob")
     async with pinned(server.base_url, alice, lambda _: True) as poster:
         created = await poster.client.post("/v1/threads", json={"actors": [{"id": "alice"}, {"id": "bob"}]})

@@ -65,6 +65,7 @@ async def test_leaving_and_removal_rules(api: API) -> None:
 async def test_actor_ids_with_slashes_work_in_paths(api: API) -> None:
     root = await api.actor("root.near")
     agent = "hub.near.ai/travel-agent/0.1.0"
+    await api.known(agent)
     thread_id = (await root.post("/threads", json={"actors": [{"id": agent}]})).json()["id"]
     assert (await root.delete(f"/threads/{thread_id}/actors/{agent}")).status_code == 200
     assert [a["id"] for a in (await root.get(f"/threads/{thread_id}/actors")).json()["data"]] == ["root.near"]
@@ -119,6 +120,7 @@ async def test_concurrent_joins_stop_at_max_actors(api: API, backend: Backend, r
     api.settings_override(max_actors=4)
     root = await api.actor("root.near")
     thread_id = (await root.post("/threads", json={})).json()["id"]
+    await api.known(*(f"agent-{i}.near" for i in range(20)), "late.near", "later.near")
     joins = [root.post(f"/threads/{thread_id}/actors", json={"id": f"agent-{i}.near"}) for i in range(20)]
     async with write_lock_held(backend):  # on SQLite: every join reads the thread before any can write
         pending = asyncio.gather(*joins)

@@ -82,6 +82,7 @@ async def test_an_object_whose_schema_is_not_a_string_is_an_invalid_capability_m
 
 async def test_errors_in_a_threads_first_messages_name_the_message_too(api: API) -> None:
     shop = await api.actor("shop.near")
+    await api.known("user.near")
     actors = [{"id": "shop.near", "capabilities": [DECISIONS]}, {"id": "user.near", "capabilities": [DECISIONS]}]
     ask = {"$schema": DECISIONS, "request_decision": {"id": "r1", "options": [{"id": "yes"}]}}
     bad = {"$schema": DECISIONS, "request_decision": {"id": "r2", "options": [{"id": "yes"}, {"name": "no id"}]}}
@@ -145,6 +146,7 @@ async def test_negotiation_picks_the_version_every_actor_reads(api: API) -> None
     assert by_id["aitp-01-payments"]["unsupported_by"] == ["shop.near"]
     assert table["unknown"] == [{"actor": "shop.near", "declaration": {"schema": "https://x/y.json"}}]
     # A newcomer without decisions makes it unreadable for someone: the table and the log say so.
+    await api.known("pay.near")
     await user.post(f"/threads/{tid}/actors", json={"id": "pay.near", "capabilities": [PAYMENTS]})
     after = {row["id"]: row for row in (await user.get(f"/threads/{tid}/capabilities")).json()["data"]}
     assert after["aitp-02-decisions"]["version"] is None

@@ -312,3 +312,15 @@ async def test_a_verified_actors_profile_is_public_a_local_ones_is_not(api: API,
     assert error(await other.get("/actors/cust-1/profile")) == (404, "actor_not_found", "actor_id")
     assert error(await other.get("/actors/cust-1/contact_policy"))[:2] == (403, "permission_denied")
     assert (await api.admin.get("/actors/cust-1/contact_policy")).json()["policy"] == "anyone"
+
+
+async def test_a_remote_a2a_agent_the_admin_sets_up_is_known_without_a_key(api: API) -> None:
+    admin_root = httpx.AsyncClient(
+        transport=api._transport,  # noqa: SLF001 (the in-process app)
+        base_url="http://aitp.test",
+        headers=api.admin.headers,
+    )
+    assert (await admin_root.put("/a2a/parrot/settings", json={"serve": True})).status_code == 200
+    alice = await api.actor("alice")
+    assert (await alice.post("/threads", json={"actors": [{"id": "parrot"}]})).status_code == 200
+    assert (await alice.get("/actors/parrot")).json()["kind"] == "local"

@@ -48,7 +48,12 @@ async def test_a_sqlite_store_written_before_identities_opens_and_serves(tmp_pat
         refused = await alice.post("/threads", json={"actors": [{"id": "never-seen"}]})
         assert refused.json()["error"]["code"] == "unknown_actor"
         profile = (await alice.get(f"/threads/{thread}/profiles")).json()["data"]
-        assert {p["actor"]: p["verified"] for p in profile} == {"alice": False, "shop": False, "carol": False, "dave": False}
+        assert {p["actor"]: p["verified"] for p in profile} == {
+            "alice": False,
+            "shop": False,
+            "carol": False,
+            "dave": False,
+        }
         # a second open changes nothing (the upgrade runs once)
         await store.close()
         await store.open()

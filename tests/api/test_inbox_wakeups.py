@@ -44,6 +44,7 @@ async def test_a_message_reads_the_store_for_its_threads_members_inboxes_only(ap
                     received[actor].append(item.type)
 
     shop = await api.actor("shop")
+    await api.known("alice", "bob")
     thread = (await shop.post("/threads", json={"actors": [{"id": "alice"}]})).json()["id"]
     actors = ["alice", "shop", "bob", *(f"idle-{i}" for i in range(IDLE))]
     readies = {actor: asyncio.Event() for actor in actors}

@@ -21,8 +21,9 @@ MESSAGES = 50
 
 @asynccontextmanager
 async def two_instances(backend: Backend, tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    """Two server processes on the backend's store, and an admin client of each."""
-    env = {"AITP_ADMIN_KEY": ADMIN_KEY}
+    """Two server processes on the backend's store, and an admin client of each (anyone may contact the actors
+    their keys make)."""
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_CONTACT_POLICY": "anyone"}
     first = start_server(backend.url, tmp_path / "a.log", env)
     second = start_server(backend.url, tmp_path / "b.log", env)
     admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
@@ -112,6 +113,9 @@ async def _join_concurrently(backend: Backend, base_urls: list[str]) -> tuple[li
     admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
     async with httpx.AsyncClient(base_url=base_urls[0] + "/v1", headers=admin, timeout=60) as setup:
         key = (await setup.post("/keys", json={"actor": "root"})).json()["key"]
+        for i in range(JOINS):  # the actors joined must be known, and let root add them
+            known = await setup.put(f"/actors/agent-{i}/contact_policy", json={"policy": "anyone"})
+            assert known.status_code == 200, known.text
     clients = [
         httpx.AsyncClient(base_url=url + "/v1", headers={"Authorization": f"Bearer {key}"}, timeout=60)
         for url in base_urls

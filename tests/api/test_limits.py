@@ -195,10 +195,16 @@ def others(count: int, **actor: Any) -> list[dict[str, Any]]:
     return [{"id": f"agent-{i}.near", **actor} for i in range(count)]
 
 
+async def known_others(api: API, count: int) -> None:
+    """Make the actors of `others(count)` known: a thread may name only actors the server knows."""
+    await api.known(*(other["id"] for other in others(count)))
+
+
 async def test_a_thread_may_have_max_actors_and_no_more(api: API) -> None:
     """The creator counts: it joins the thread whether it lists itself or not."""
     client = await api.actor("alice")
     limit = DEFAULTS.max_actors
+    await known_others(api, limit)
     accepted = await client.post("/threads", json={"actors": others(limit - 1)})
     assert accepted.status_code == 200 and len(accepted.json()["actors"]) == limit
     listed = await client.post("/threads", json={"actors": [{"id": "alice"}, *others(limit - 1)]})
@@ -211,6 +217,8 @@ async def test_a_thread_may_have_max_actors_and_no_more(api: API) -> None:
 
 
 async def test_a_full_thread_takes_no_new_actor_but_members_may_still_update(api: API) -> None:
+    await known_others(api, DEFAULTS.max_actors - 1)
+    await api.known("latecomer.near")
     client, tid = await thread_of(api, actors=others(DEFAULTS.max_actors - 1))
     refused = await client.post(f"/threads/{tid}/actors", json={"id": "latecomer.near"})
     assert_refused(refused, 400, "too_many_actors", "id")
@@ -225,6 +233,7 @@ async def test_an_actor_may_declare_max_capabilities_and_no_more(api: API) -> No
     client = await api.actor("alice")
     limit = DEFAULTS.max_capabilities
     declarations = [f"https://example.com/capabilities/c{i}/v1.0.0/schema.json" for i in range(limit + 1)]
+    await known_others(api, 1)
     accepted = await client.post("/threads", json={"actors": others(1, capabilities=declarations[:limit])})
     assert accepted.status_code == 200, accepted.text
     tid = accepted.json()["id"]

@@ -25,6 +25,9 @@ async def test_an_actor_sets_its_profile_and_reads_it_back(api: API) -> None:
         "avatar_url": None,
         "description": None,
         "updated_at": 0,
+        # an admin's key made ada.near a local actor: nothing but this server's admin vouches for it
+        "verified": False,
+        "verification": {"kind": "local", "identifier": "ada.near", "verified_at": None, "key_id": None},
     }
 
     put = await ada.put(

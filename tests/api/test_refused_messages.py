@@ -36,6 +36,7 @@ async def events_of(client: Any, thread_id: str) -> list[dict[str, Any]]:
 
 async def test_the_refusal_names_who_cannot_read_and_every_member_sees_it(api: API) -> None:
     user, shop = await api.actor("user.near"), await api.actor("shop.near")
+    await api.known("bank.near")
     actors = [{"id": "user.near"}, {"id": "shop.near", "capabilities": [DECISIONS]}, {"id": "bank.near"}]
     thread = (await user.post("/threads", json={"actors": actors})).json()["id"]
     secret = {**REQUEST, "request_decision": {**REQUEST["request_decision"], "title": SECRET}}
@@ -116,6 +117,7 @@ async def test_a_retried_refusal_is_logged_once(api: API) -> None:
 
 async def test_a_thread_created_with_a_refused_message_is_not_created(api: API) -> None:
     user = await api.actor("user.near")
+    await api.known("shop.near")
     body = {
         "actors": [{"id": "user.near", "capabilities": [DECISIONS]}, {"id": "shop.near"}],
         "messages": [json.dumps(REQUEST)],

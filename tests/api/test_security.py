@@ -77,6 +77,9 @@ PUBLIC = {
     ServedRoute("GET", "/v1/capabilities/{capability_id}/{version}/schema.json"),
     ServedRoute("GET", "/v1/capabilities/{capability_id}/{version}/examples"),
     ServedRoute("POST", "/v1/sign-in"),  # a one-time sign-in code is the credential (tests/api/test_one_time_codes.py)
+    # a domain or NEAR actor's signature over a challenge is the credential (tests/api/test_sign_in.py)
+    ServedRoute("POST", "/v1/auth/challenge"),
+    ServedRoute("POST", "/v1/auth/token"),
 }
 
 
@@ -354,13 +357,22 @@ IMPERSONATIONS: dict[ServedRoute, tuple[Any, str, str | None]] = {
         "actor",
     ),
     ServedRoute("PUT", "/v1/actors/{actor_id}/profile"): ({"display_name": "Shop"}, "permission_denied", "actor"),
+    ServedRoute("PUT", "/v1/actors/{actor_id:path}/contact_policy"): (
+        {"policy": "anyone"},
+        "permission_denied",
+        "actor",
+    ),
     ServedRoute("POST", "/v1/sign-in-codes"): ({"actor": "owner.near"}, "permission_denied", "actor"),
 }
 # Write routes with no actor to impersonate: a thread's metadata belongs to all its members alike, and a
 # conversation item has no author field (the key's actor writes it).
 NO_ACTOR = {
-    # the key's own actor, always: its profile, a WebSocket ticket; a sign-in code names its actor itself
+    # the key's own actor, always: its profile and contact policy, a WebSocket ticket; a sign-in code names its
+    # actor itself, and a sign-in with a signed challenge proves its actor
     ServedRoute("PUT", "/v1/actors/me/profile"),
+    ServedRoute("PUT", "/v1/actors/me/contact_policy"),
+    ServedRoute("POST", "/v1/auth/challenge"),
+    ServedRoute("POST", "/v1/auth/token"),
     ServedRoute("POST", "/v1/tickets"),
     ServedRoute("POST", "/v1/sign-in"),
     ServedRoute("POST", "/v1/threads/{thread_id}"),

@@ -123,9 +123,7 @@ async def test_a_key_document_too_large_or_unreachable_is_refused(api: API, site
     assert "loopback" in response.json()["error"]["message"]
 
 
-async def test_a_key_removed_from_the_document_stops_working_when_its_cache_time_ends(
-    api: API, site: KeySite
-) -> None:
+async def test_a_key_removed_from_the_document_stops_working_when_its_cache_time_ends(api: API, site: KeySite) -> None:
     anonymous = api.client(None)
     site.headers = {"cache-control": "max-age=1"}
     await sign_in_domain(anonymous, site.host, site.keys[0])

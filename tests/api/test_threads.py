@@ -16,6 +16,7 @@ DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
 
 async def test_created_thread_is_an_openai_thread_with_aitp_actors(api: API) -> None:
     user = await api.actor("user-agent.near")
+    await api.known("travel-agent.near")
     response = await user.post("/threads", json={"actors": [{"id": "travel-agent.near", "capabilities": [PAYMENTS]}]})
     assert response.status_code == 200, response.text
     thread = response.json()
@@ -41,6 +42,7 @@ async def test_created_thread_is_an_openai_thread_with_aitp_actors(api: API) -> 
 async def test_t01_path_accepts_actors_as_json_string_in_metadata(api: API) -> None:
     """The AITP examples send metadata.actors as a JSON-encoded string to POST /v1/thread."""
     root = await api.actor("root.near")
+    await api.known("hub.near.ai/travel-agent/0.1.0")
     actors = [
         {"id": "root.near", "client_id": "hub-ui", "capabilities": [{"$schema": PAYMENTS}]},
         {"id": "hub.near.ai/travel-agent/0.1.0", "capabilities": [{"$schema": PAYMENTS}]},
@@ -55,6 +57,7 @@ async def test_t01_path_accepts_actors_as_json_string_in_metadata(api: API) -> N
 
 async def test_metadata_actors_may_also_be_an_array(api: API) -> None:
     root = await api.actor("root.near")
+    await api.known("shop.near")
     response = await root.post("/threads", json={"metadata": {"actors": [{"id": "shop.near", "capabilities": []}]}})
     assert response.status_code == 200, response.text
     assert [a["id"] for a in response.json()["actors"]] == ["root.near", "shop.near"]
@@ -265,6 +268,7 @@ async def test_posts_into_a_thread_this_process_just_created_do_not_read_it_agai
     monkeypatch.setattr(store, "get_thread_with_actors", counted)
     shop = await api.actor("shop")
     alice = api.client(await api.key_for("alice"))
+    await api.known("bob")
     thread = (await shop.post("/threads", json={"actors": [{"id": "alice"}], "messages": ["hello"]})).json()["id"]
     assert (await alice.post(f"/threads/{thread}/messages", json={"content": "hi"})).status_code == 200
     assert (await shop.post(f"/threads/{thread}/messages", json={"content": "how can I help?"})).status_code == 200

@@ -86,7 +86,8 @@ class Service:
 
 @asynccontextmanager
 async def service(store: Store, **changes: Any) -> AsyncIterator[Service]:
-    settings = Settings(store_url="unused://", admin_key=ADMIN_KEY, **changes)
+    # anyone may contact the actors these tests make (the contact policies: tests/api/test_identities.py)
+    settings = Settings(store_url="unused://", admin_key=ADMIN_KEY, **{"contact_policy": "anyone", **changes})
     app = create_app(settings, store=store)
     async with app.router.lifespan_context(app), serving(app) as base:
         headers = {"Authorization": f"Bearer {ADMIN_KEY}"}

@@ -84,6 +84,7 @@ async def test_an_answer_in_an_item_is_correlated_with_its_request(api: API) -> 
 
 async def test_the_created_conversation_names_its_first_items_errors_as_items(api: API) -> None:
     user = await api.actor("user.near")
+    await api.known("shop.near")
     items = [{"role": "user", "content": "ok"}, decision_item("request_decision", {"id": 7}, "user")]
     created = await user.post("/conversations", json={"items": items, "metadata": {"actors": ACTORS}})
     error = error_of(created, 422)

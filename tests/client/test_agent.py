@@ -32,13 +32,14 @@ REQUEST = {"$schema": DECISIONS, "request_decision": {"id": "r1", "options": [{"
 
 @pytest.fixture
 async def clients(live_server: ServerProcess) -> AsyncIterator[dict[str, AitpClient]]:
-    """A client per actor, each with a fresh key."""
+    """A client per actor, each with a fresh key; the shop, a business, lets anyone bring it into a thread."""
     async with contextlib.AsyncExitStack() as stack:
         admin = await stack.enter_async_context(AitpClient(live_server.base_url, ADMIN_KEY))
         made = {}
         for actor in ("user.near", "shop.near"):
             key = (await admin.create_key(actor)).key
             made[actor] = await stack.enter_async_context(AitpClient(live_server.base_url, key))
+        await made["shop.near"].set_contact_policy("anyone")
         yield made
 
 

@@ -56,6 +56,7 @@ DECISIONS_RANGE = {"capability": "aitp-02-decisions", "versions": ">=1.0.0,<3"}
 AGENT = "hub.near.ai/travel-agent/0.1.0"  # actor ids may hold slashes
 
 Connect = Callable[[str], Awaitable[AitpClient]]
+Known = Callable[..., Awaitable[None]]
 
 
 def example(name: str) -> dict[str, Any]:
@@ -70,8 +71,10 @@ def text(message: Message, part: int = 0) -> str:
 
 @pytest.fixture
 def transport(store: Store) -> httpx.ASGITransport:
-    """The app in this process on the test's store (SQLite, then MongoDB)."""
-    return httpx.ASGITransport(app=create_app(Settings(store_url="unused://", admin_key=ADMIN_KEY), store=store))
+    """The app in this process on the test's store (SQLite, then MongoDB); anyone may contact the actors it makes
+    (the contact policies: tests/api/test_identities.py)."""
+    settings = Settings(store_url="unused://", admin_key=ADMIN_KEY, contact_policy="anyone")
+    return httpx.ASGITransport(app=create_app(settings, store=store))
 
 
 @pytest.fixture
@@ -92,6 +95,21 @@ async def connect(transport: httpx.ASGITransport, admin: AitpClient) -> AsyncIte
         yield as_actor
 
 
+@pytest.fixture
+def known(transport: httpx.ASGITransport) -> Known:
+    """`await known("shop.near")`: the admin makes actors known to the server (local actors anyone may contact),
+    without keys: a thread may name only actors the server knows."""
+
+    async def make(*actors: str) -> None:
+        headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        async with httpx.AsyncClient(transport=transport, base_url=BASE + "/v1", headers=headers) as http:
+            for actor in actors:
+                response = await http.put(f"/actors/{actor}/contact_policy", json={"policy": "anyone"})
+                assert response.status_code == 200, response.text
+
+    return make
+
+
 async def shop_thread(connect: Connect) -> tuple[AitpClient, AitpClient, str]:
     """user.near opens a thread with shop.near; both read aitp-02-decisions."""
     user = await connect("user.near")
@@ -104,8 +122,9 @@ async def shop_thread(connect: Connect) -> tuple[AitpClient, AitpClient, str]:
 # ------------------------------------------------------------------------------------------ threads
 
 
-async def test_create_thread_with_actors_and_capability_declarations(connect: Connect) -> None:
+async def test_create_thread_with_actors_and_capability_declarations(connect: Connect, known: Known) -> None:
     user = await connect("user.near")
+    await known("shop.near", "pay.near")
     thread = await user.create_thread(
         actors=[
             {"id": "user.near", "capabilities": [DECISIONS]},
@@ -133,8 +152,9 @@ async def test_create_thread_with_actors_and_capability_declarations(connect: Co
     assert (text(first), first.role, first.metadata["actor"]) == ("I would like to buy some socks", "user", "user.near")
 
 
-async def test_the_creator_joins_even_when_not_listed(connect: Connect) -> None:
+async def test_the_creator_joins_even_when_not_listed(connect: Connect, known: Known) -> None:
     user = await connect("user.near")
+    await known("shop.near")
     thread = await user.create_thread(actors=["shop.near"])
     assert [a.id for a in thread.actors] == ["user.near", "shop.near"]
     assert thread.parent_id is None
@@ -289,9 +309,10 @@ async def test_list_and_iterate_threads(admin: AitpClient, connect: Connect) -> 
 # ------------------------------------------------------------------------------------------- actors
 
 
-async def test_actors_join_update_and_leave(connect: Connect) -> None:
+async def test_actors_join_update_and_leave(connect: Connect, known: Known) -> None:
     user = await connect("user.near")
     shop = await connect("shop.near")
+    await known(AGENT)
     tid = (await user.create_thread()).id
     with pytest.raises(NotFound):
         await shop.get_thread(tid)  # not a member: the thread does not exist for it
@@ -324,8 +345,9 @@ async def test_actors_join_update_and_leave(connect: Connect) -> None:
 # ------------------------------------------------------------------------------------- capabilities
 
 
-async def test_thread_capabilities_view(connect: Connect) -> None:
+async def test_thread_capabilities_view(connect: Connect, known: Known) -> None:
     user = await connect("user.near")
+    await known("shop.near")
     thread = await user.create_thread(
         actors=[
             {"id": "user.near", "capabilities": [DECISIONS_RANGE, PAYMENTS]},
@@ -586,6 +608,7 @@ async def test_against_a_real_server(live_server: ServerProcess) -> None:
             AitpClient(live_server.base_url, (await admin.create_key("user.near")).key)
         )
         shop = await stack.enter_async_context(AitpClient(live_server.base_url, (await admin.create_key(AGENT)).key))
+        await shop.set_contact_policy("anyone")  # a business: its customers need not be verified to reach it
 
         thread = await user.create_thread(
             actors=[{"id": "user.near", "capabilities": [DECISIONS]}, {"id": AGENT, "capabilities": [DECISIONS]}],

@@ -48,7 +48,9 @@ def store_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def server(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
-    process = start_server(store_url, tmp_path / "serve.log", {"AITP_ADMIN_KEY": ADMIN_KEY})
+    # anyone may contact the actors its keys make (the contact policies: tests/api/test_identities.py)
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_CONTACT_POLICY": "anyone"}
+    process = start_server(store_url, tmp_path / "serve.log", env)
     try:
         yield process
     finally:

@@ -174,6 +174,7 @@ async def test_each_thread_reaches_the_endpoint_in_order_under_20_concurrent_wri
     async with receiving(Receiver(decide=answer)) as receiver, service(store, receiver.url) as api:
         alice = await api.actor("alice")
         names = [f"w{n}" for n in range(writers)]
+        await api.known(*names)
         threads = [await new_thread(alice, "alice", *names) for _ in range(2)]
         await register(alice, receiver.url, event_types=[MESSAGE])
         clients = [await api.actor(name) for name in names]

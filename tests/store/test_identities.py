@@ -26,8 +26,15 @@ async def test_a_proof_makes_a_new_actor_or_upgrades_a_local_one_keeping_its_pol
     assert (proven.kind, proven.verified_at, proven.key_id, proven.verified) == (DOMAIN, 10, "k1", True)
 
     await store.identities.add(IdentityRecord("old.near", LOCAL, 1, contact_policy=ANYONE))
-    upgraded = await store.identities.proven("old.near", NEAR, 20, "ed25519:x", new=IdentityRecord("old.near", NEAR, 20))
-    assert (upgraded.kind, upgraded.created_at, upgraded.contact_policy, upgraded.key_id) == (NEAR, 1, ANYONE, "ed25519:x")
+    upgraded = await store.identities.proven(
+        "old.near", NEAR, 20, "ed25519:x", new=IdentityRecord("old.near", NEAR, 20)
+    )
+    assert (upgraded.kind, upgraded.created_at, upgraded.contact_policy, upgraded.key_id) == (
+        NEAR,
+        1,
+        ANYONE,
+        "ed25519:x",
+    )
     again = await store.identities.proven("old.near", NEAR, 30, "ed25519:y", new=IdentityRecord("old.near", NEAR, 30))
     assert (again.verified_at, again.key_id) == (30, "ed25519:y")
 

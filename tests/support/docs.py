@@ -38,7 +38,8 @@ def command(block: Block) -> list[str]:
 
 
 def actor_keys(base_url: str, admin_key: str) -> dict[str, str]:
-    """`USER_KEY` and `SHOP_KEY`, as the docs' blocks read them: new keys of user.near and shop.near."""
+    """`USER_KEY` and `SHOP_KEY`, as the docs' blocks read them: new keys of user.near and shop.near, and the
+    shop lets anyone bring it into a thread, as the docs' setup (README's curl tour, docs/agents.md) does."""
     keys = {}
     for variable, actor in (("USER_KEY", "user.near"), ("SHOP_KEY", "shop.near")):
         created = httpx.post(
@@ -46,4 +47,10 @@ def actor_keys(base_url: str, admin_key: str) -> dict[str, str]:
         )
         assert created.status_code == 200, created.text
         keys[variable] = created.json()["key"]
+    opened = httpx.put(
+        f"{base_url}/v1/actors/me/contact_policy",
+        json={"policy": "anyone"},
+        headers={"Authorization": f"Bearer {keys['SHOP_KEY']}"},
+    )
+    assert opened.status_code == 200, opened.text
     return keys

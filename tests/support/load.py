@@ -25,8 +25,14 @@ from aitp.testing import ServerProcess, start_server
 from tests.support.live import sse_frames
 
 ADMIN_KEY = "aitp_load_admin_key"
-# One key per writer, so a per-key rate limit would only measure itself: switch it off.
-SERVER_ENV = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_RATE_LIMIT": "0", "AITP_MAX_ACTORS": "10000"}
+# One key per writer, so a per-key rate limit would only measure itself: switch it off. The owner brings every
+# writer and reader into its thread: anyone may contact them.
+SERVER_ENV = {
+    "AITP_ADMIN_KEY": ADMIN_KEY,
+    "AITP_RATE_LIMIT": "0",
+    "AITP_MAX_ACTORS": "10000",
+    "AITP_CONTACT_POLICY": "anyone",
+}
 MESSAGE_CREATED = "thread.message.created"
 RETRIES = 2  # per POST that got no answer at all
 

@@ -81,6 +81,13 @@ class WebServer:
         assert response.status_code == 200, response.text
         return response.json()["key"]
 
+    def known(self, *actors: str) -> None:
+        """Make `actors` known to the server (local actors anyone may contact), without keys: a thread may name
+        only actors the server knows."""
+        for actor in actors:
+            response = self.admin.put(f"/actors/{actor}/contact_policy", json={"policy": "anyone"})
+            assert response.status_code == 200, response.text
+
     def agent(self, actor: str) -> httpx.Client:
         """An HTTP client whose key acts as `actor`."""
         return self.client(self.key_for(actor))
@@ -100,7 +107,9 @@ class WebServer:
 @pytest.fixture(scope="module")
 def web_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     directory = tmp_path_factory.mktemp("web")
-    process = start_server(f"sqlite:///{directory / 'web.db'}", directory / "serve.log", {"AITP_ADMIN_KEY": ADMIN_KEY})
+    # anyone may contact the actors its keys make (the UI's identity: tests/web/test_identity.py)
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_CONTACT_POLICY": "anyone"}
+    process = start_server(f"sqlite:///{directory / 'web.db'}", directory / "serve.log", env)
     server = WebServer(process)
     try:
         yield server

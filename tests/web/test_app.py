@@ -171,6 +171,7 @@ def test_signing_out_forgets_the_key(page: Page, web_server: WebServer) -> None:
 def test_opening_my_only_thread_tells_me_which_of_its_actors_i_am(page: Page, web_server: WebServer) -> None:
     # one thread of two actors cannot say which one the key is: the UI asks the server, storing nothing
     alice, shop = unique("alice"), unique("shop")
+    web_server.known(alice)
     shop_agent = web_server.agent(shop)
     thread = create_thread(shop_agent, actors=[{"id": alice}], messages=["Hi"])
 
@@ -254,6 +255,7 @@ def test_shift_enter_starts_a_new_line_and_enter_sends(page: Page, web_server: W
 
 def test_typing_while_a_thread_loads_keeps_the_focus_and_the_text(page: Page, web_server: WebServer) -> None:
     alice, shop = unique("alice"), unique("shop")
+    web_server.known(alice)
     thread = create_thread(web_server.agent(shop), actors=[{"id": alice}], messages=["Which size?"])
     open_ui(page, web_server, web_server.key_for(alice))
     held: list = []
@@ -300,6 +302,7 @@ def test_a_refused_message_shows_the_servers_error(page: Page, web_server: WebSe
 
 def test_adding_an_actor_updates_the_side_panel_and_the_capability_table(page: Page, web_server: WebServer) -> None:
     alice, shop = unique("alice"), unique("shop")
+    web_server.known(shop)
     agent = web_server.agent(alice)
     thread = create_thread(agent, actors=[{"id": alice, "capabilities": [DECISIONS, DATA_REQUEST]}])
     open_ui(page, web_server, web_server.key_for(alice), thread["id"])
@@ -330,6 +333,7 @@ def test_adding_an_actor_updates_the_side_panel_and_the_capability_table(page: P
 
 def test_the_side_panel_follows_actors_another_member_adds(page: Page, web_server: WebServer) -> None:
     alice, shop, courier = unique("alice"), unique("shop"), unique("courier")
+    web_server.known(alice, courier)
     shop_agent = web_server.agent(shop)
     thread = create_thread(shop_agent, actors=[{"id": alice, "capabilities": [DECISIONS]}])
     open_ui(page, web_server, web_server.key_for(alice), thread["id"])
@@ -347,6 +351,7 @@ def test_the_side_panel_follows_actors_another_member_adds(page: Page, web_serve
 
 def test_a_message_another_actor_posts_appears_live(page: Page, web_server: WebServer) -> None:
     alice, shop = unique("alice"), unique("shop")
+    web_server.known(alice)
     shop_agent = web_server.agent(shop)
     thread = create_thread(shop_agent, actors=[{"id": alice}])
     open_ui(page, web_server, web_server.key_for(alice), thread["id"])
@@ -363,6 +368,7 @@ def test_a_message_another_actor_posts_appears_live(page: Page, web_server: WebS
 
 def test_a_capability_message_i_cannot_read_shows_as_a_refusal_line(page: Page, web_server: WebServer) -> None:
     alice, shop = unique("alice"), unique("shop")
+    web_server.known(alice)
     shop_agent = web_server.agent(shop)
     thread = create_thread(shop_agent, actors=[{"id": shop, "capabilities": [DECISIONS]}, {"id": alice}])
     open_ui(page, web_server, web_server.key_for(alice), thread["id"])
@@ -380,6 +386,7 @@ def test_a_capability_message_i_cannot_read_shows_as_a_refusal_line(page: Page, 
 
 def test_an_admin_link_posts_as_a_member_it_chooses(page: Page, web_server: WebServer) -> None:
     alice, shop = unique("alice"), unique("shop")
+    web_server.known(alice)
     thread = create_thread(web_server.agent(shop), actors=[{"id": alice}])
     open_ui(page, web_server, ADMIN_KEY, thread["id"])
     expect(page.locator("#whoami")).to_have_text("admin")
@@ -471,6 +478,7 @@ def test_after_a_network_drop_the_inbox_resumes_without_loss_duplicates_or_reloa
     page: Page, web_server: WebServer, link: CuttableLink
 ) -> None:
     alice, shop = unique("alice"), unique("shop")
+    web_server.known(alice)
     shop_agent = web_server.agent(shop)
     thread = create_thread(shop_agent, actors=[{"id": alice}], messages=["Before the drop"])
     page.goto(web_server.url(web_server.key_for(alice), thread["id"], base_url=f"http://127.0.0.1:{link.port}"))
@@ -504,10 +512,12 @@ def test_after_a_network_drop_the_inbox_resumes_without_loss_duplicates_or_reloa
 def test_after_a_server_restart_the_inbox_resumes_from_its_cursor(page: Page, tmp_path: Path) -> None:
     # a server of its own: this one is stopped (WebSocket close 1012) and started again on the same port
     store = f"sqlite:///{tmp_path / 'restart.db'}"
-    server = start_server(store, tmp_path / "first.log", {"AITP_ADMIN_KEY": ADMIN_KEY})
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_CONTACT_POLICY": "anyone"}  # as the module's web_server
+    server = start_server(store, tmp_path / "first.log", env)
     try:
         web = WebServer(server)
         alice, shop = unique("alice"), unique("shop")
+        web.known(alice)
         shop_agent = web.agent(shop)
         thread = create_thread(shop_agent, actors=[{"id": alice}], messages=["Before the restart"])
         open_ui(page, web, web.key_for(alice), thread["id"])
@@ -516,7 +526,7 @@ def test_after_a_server_restart_the_inbox_resumes_from_its_cursor(page: Page, tm
 
         server.stop()
         expect(page.locator("#connection")).to_have_attribute("data-state", re.compile("offline|connecting"))
-        server = start_server(store, tmp_path / "second.log", {"AITP_ADMIN_KEY": ADMIN_KEY}, port=server.port)
+        server = start_server(store, tmp_path / "second.log", env, port=server.port)
         posted = [
             shop_agent.post(f"/threads/{thread['id']}/messages", json={"content": f"After {n}"}).json()["id"]
             for n in (1, 2, 3)
@@ -536,6 +546,7 @@ def test_after_a_server_restart_the_inbox_resumes_from_its_cursor(page: Page, tm
 
 def test_signing_in_and_posting_with_the_keyboard_only(page: Page, web_server: WebServer) -> None:
     alice, shop = unique("alice"), unique("shop")
+    web_server.known(alice)
     shop_agent = web_server.agent(shop)
     thread = create_thread(shop_agent, actors=[{"id": alice}], metadata={"title": "Keyboard"})
     key = web_server.key_for(alice)
@@ -589,6 +600,7 @@ def test_on_a_phone_the_list_and_the_conversation_are_separate_screens_with_a_pi
     page: Page, web_server: WebServer
 ) -> None:
     alice, shop = unique("alice"), unique("shop")
+    web_server.known(alice)
     shop_agent = web_server.agent(shop)
     thread = create_thread(
         shop_agent,
@@ -628,6 +640,7 @@ def test_on_a_phone_the_list_and_the_conversation_are_separate_screens_with_a_pi
 
 def test_a_thread_i_am_removed_from_leaves_my_list_and_the_open_view_says_so(page: Page, web_server: WebServer) -> None:
     alice, shop = unique("alice"), unique("shop")
+    web_server.known(alice)
     shop_agent = web_server.agent(shop)
     kept = create_thread(shop_agent, actors=[{"id": alice}], metadata={"title": "Kept"})
     thread = create_thread(shop_agent, actors=[{"id": alice}], metadata={"title": "Closing"})

@@ -415,6 +415,7 @@ def test_a_reply_the_thread_no_longer_negotiates_is_disabled_and_says_why(
 ) -> None:
     conversation.agent_posts({"$schema": DATA, "request_data": EVERY_FIELD})
     late = conversation.user.replace("user-", "late-")
+    conversation.server.known(late)
     joined = conversation.shop.post(f"/threads/{conversation.id}/actors", json={"id": late, "capabilities": []})
     assert joined.status_code == 200, joined.text
     conversation.open(page)
@@ -444,7 +445,7 @@ def form_documents(file_host: FileHost) -> str:
 def fetching_server(tmp_path_factory: pytest.TempPathFactory, form_documents: str) -> Iterator[WebServer]:
     """A server whose /v1/fetch may load the local form documents (AITP_FETCH_ALLOW)."""
     directory = tmp_path_factory.mktemp("web-fetch")
-    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_FETCH_ALLOW": form_documents}
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_FETCH_ALLOW": form_documents, "AITP_CONTACT_POLICY": "anyone"}
     server = WebServer(start_server(f"sqlite:///{directory / 'web.db'}", directory / "serve.log", env))
     try:
         yield server

@@ -14,7 +14,7 @@ from aitp.errors import InvalidRequest, PermissionDenied, Unprocessable
 from aitp.principals import Principal
 from aitp.recent import Recent
 from aitp.runtime import Runtime, now
-from aitp.services import inbox, webhooks
+from aitp.services import identities, inbox, webhooks
 from aitp.store.a2a import A2AAgentRecord
 
 SERVED_TTL = 5.0
@@ -82,6 +82,7 @@ async def put_settings(
         updated_at=now(),
         cursor=await inbox.position(rt.store),
     )
+    await identities.admit(rt, principal, actor)  # a remote agent the admin sets up has no key of its own
     await rt.store.a2a.put(record)
     rt.state(served).forget(actor)
     return await rt.store.a2a.get(actor) or record

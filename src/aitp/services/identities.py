@@ -47,6 +47,13 @@ def local(actor: str, contact_policy: str) -> IdentityRecord:
     return IdentityRecord(actor, LOCAL, now(), contact_policy=contact_policy)
 
 
+async def admit(rt: Runtime, principal: Principal, actor: str) -> None:
+    """An admin naming an actor this server does not know (in a thread, its profile, its contact policy or its
+    A2A settings) makes it a local actor, as an admin's key for it would; anyone else's naming changes nothing."""
+    if principal.admin:
+        await rt.store.identities.add(local(actor, rt.settings.contact_policy))
+
+
 def may_contact(target: IdentityRecord, caller: IdentityRecord | None) -> bool:
     """Whether `target`'s contact policy lets `caller` bring it into a thread."""
     policy = target.contact_policy
@@ -68,7 +75,7 @@ async def check_contacts(rt: Runtime, principal: Principal, named: Sequence[Name
         return
     if principal.admin:
         for actor in others:
-            await rt.store.identities.add(local(actor, rt.settings.contact_policy))
+            await admit(rt, principal, actor)
         return
     known = await rt.store.identities.many([*others, principal.actor])
     caller = known.get(principal.actor)
@@ -147,8 +154,7 @@ async def set_contact_policy(
     for i, item in enumerate(listed):
         if not item or len(item) > 256:
             raise InvalidRequest("Each allowed actor must be an actor id of 1 to 256 characters.", param=f"allow[{i}]")
-    if principal.admin:
-        await rt.store.identities.add(local(actor, rt.settings.contact_policy))
+    await admit(rt, principal, actor)
     stored = await rt.store.identities.set_contact(actor, policy, listed)
     if stored is None:
         raise NotFound(f"No actor '{actor}' is known to this server.", param="actor", code="actor_not_found")

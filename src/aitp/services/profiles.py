@@ -94,8 +94,7 @@ async def put_profile(
                 param="display_name",
                 code="display_name_taken",
             )
-    if principal.admin:
-        await rt.store.identities.add(identities.local(actor, rt.settings.contact_policy))
+    await identities.admit(rt, principal, actor)
     await rt.store.profiles.put(record)
     await rt.store.identities.set_name_key(actor, key)
     return record, await rt.store.identities.get(actor)

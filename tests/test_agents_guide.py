@@ -32,6 +32,7 @@ PRINTS = {
     "examples": ["payment ['payer_id',", "payment_confirmation [", "quote ["],
     "resume": ["Anyone there?", "Hello?"],
     "idempotency": ["True 1", "idempotency_key_reused"],
+    "identity": ["verified", "near True True"],
     "refusal": [
         "capability_not_supported ['user.near']",
         "shop.near request_decision ['user.near']",

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
+import functools
 import itertools
 import json
 import statistics
@@ -67,15 +67,8 @@ from harness import (
 )
 from ingest import Target, bodies, wrk_arguments, wrk_path
 
-from aitp.identity import (
-    KeyPair,
-    document_for,
-    generate_keypair,
-    implicit_account_of,
-    near_keypair,
-    sign_domain_proof,
-    sign_nep413,
-)
+from aitp.client import PrivateKey, sign_in_proof
+from aitp.identity import KeyPair, document_for, generate_keypair, implicit_account_of, near_keypair
 from aitp.testing import ServerProcess
 
 KINDS = ("near", "domain")
@@ -153,29 +146,19 @@ class Signer:
     prove: Callable[[dict[str, Any]], Any]
 
 
+def prove_with(private_key: PrivateKey, challenge: dict[str, Any]) -> Any:
+    """The proof for `challenge`, as the Python client makes it (signing is part of what a sign-in costs)."""
+    return sign_in_proof(challenge, private_key)
+
+
 def near_signer() -> Signer:
     private, public = near_keypair()
 
-    def prove(challenge: dict[str, Any]) -> Any:
-        nonce = base64.urlsafe_b64decode(challenge["nonce"] + "=" * (-len(challenge["nonce"]) % 4))
-        return sign_nep413(private, message=challenge["message"], nonce=nonce, recipient=challenge["recipient"])
-
-    return Signer(implicit_account_of(public), prove)
+    return Signer(implicit_account_of(public), functools.partial(prove_with, private))
 
 
 def domain_signer(site: KeySite, agent: str) -> Signer:
-    pair = site.pair
-
-    def prove(challenge: dict[str, Any]) -> Any:
-        return sign_domain_proof(
-            pair.private_jwk,
-            kid=pair.kid,
-            actor=challenge["actor"],
-            audience=challenge["audience"],
-            nonce=challenge["nonce"],
-        )
-
-    return Signer(f"{site.host}/{agent}", prove)
+    return Signer(f"{site.host}/{agent}", functools.partial(prove_with, site.pair))
 
 
 # ------------------------------------------------------------------------------ signing in

@@ -3,7 +3,6 @@ test's own, and signing in through the real HTTP routes (`POST /v1/auth/challeng
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 from collections.abc import Iterator
@@ -13,7 +12,8 @@ from typing import Any
 
 import httpx
 
-from aitp.identity import KeyPair, document_for, sign_domain_proof, sign_nep413
+from aitp.client import sign_in_proof
+from aitp.identity import KeyPair, document_for
 
 
 class KeySite:
@@ -131,25 +131,15 @@ def near_rpc() -> Iterator[NearRpc]:
         rpc.close()
 
 
-def nonce_bytes(challenge: dict[str, Any]) -> bytes:
-    nonce = challenge["nonce"]
-    return base64.urlsafe_b64decode(nonce + "=" * (-len(nonce) % 4))
-
-
 def domain_proof(challenge: dict[str, Any], pair: KeyPair) -> str:
-    return sign_domain_proof(
-        pair.private_jwk,
-        kid=pair.kid,
-        actor=challenge["actor"],
-        audience=challenge["audience"],
-        nonce=challenge["nonce"],
-    )
+    """A domain agent's proof for `challenge`, as the Python client makes it."""
+    return str(sign_in_proof(challenge, pair))
 
 
 def near_proof(challenge: dict[str, Any], private_key: str) -> dict[str, str]:
-    return sign_nep413(
-        private_key, message=challenge["message"], nonce=nonce_bytes(challenge), recipient=challenge["recipient"]
-    )
+    """A NEAR account's proof for `challenge`, as the Python client makes it."""
+    proof: dict[str, str] = sign_in_proof(challenge, private_key)
+    return proof
 
 
 async def challenge(client: httpx.AsyncClient, actor: str) -> dict[str, Any]:

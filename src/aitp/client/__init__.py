@@ -89,12 +89,16 @@ from aitp.client._errors import (
     Unprocessable,
 )
 from aitp.client._payloads import CapabilityPayload, capability_payloads, plain_text
+from aitp.client._sign_in import PrivateKey, sign_in_proof
 from aitp.client._stream import LiveStream, Reconnect
 from aitp.client._webhooks import WebhookVerificationError, verify_webhook
 
 __all__ = [
     "AitpClient",
     "Order",
+    # signing in with the actor's own key
+    "PrivateKey",
+    "sign_in_proof",
     # live events
     "LiveStream",
     "Reconnect",

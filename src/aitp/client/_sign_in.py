@@ -40,8 +40,9 @@ def _domain_key(private_key: PrivateKey) -> KeyPair:
     return load_private_key(private_key)
 
 
-def proof_for(challenge: dict[str, Any], private_key: PrivateKey) -> Any:
-    """What proves the challenge's actor signed it: a NEP-413 signature for a NEAR account, a JWT otherwise."""
+def sign_in_proof(challenge: dict[str, Any], private_key: PrivateKey) -> Any:
+    """The `proof` of `POST /v1/auth/token` for a `POST /v1/auth/challenge` answer: a NEP-413 signature for a
+    NEAR account, a JWT for a domain agent (what `AitpClient.sign_in` sends)."""
     if challenge["kind"] == "near":
         nonce = base64.urlsafe_b64decode(challenge["nonce"] + "=" * (-len(challenge["nonce"]) % 4))
         key = _near_key(private_key)
@@ -75,7 +76,7 @@ async def sign_in(
         if not asked.is_success:
             raise error_from_response(asked)
         challenge = asked.json()
-        body = {"actor": actor, "nonce": challenge["nonce"], "proof": proof_for(challenge, private_key)}
+        body = {"actor": actor, "nonce": challenge["nonce"], "proof": sign_in_proof(challenge, private_key)}
         answered = await http.post("/auth/token", json=body)
         if not answered.is_success:
             raise error_from_response(answered)

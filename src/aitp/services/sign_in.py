@@ -146,16 +146,7 @@ async def challenge(rt: Runtime, actor: str, request_origin: str, address: str |
     raw = expires_at.to_bytes(EXPIRY_BYTES, "big") + secrets.token_bytes(NONCE_BYTES - EXPIRY_BYTES)
     nonce = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
     await rt.store.codes.purge(now)
-    record = CodeRecord(
-        hash=hash_key(nonce),
-        purpose=CHALLENGE,
-        key_hash="",
-        actor=actor,
-        admin=False,
-        created_at=now,
-        expires_at=expires_at,
-    )
-    await rt.store.codes.create(record)
+    await rt.store.codes.create(_code(nonce, CHALLENGE, actor, now, expires_at))
     whom = audience(rt, request_origin)
     return Challenge(actor, kind, nonce, expires_at, whom, message_for(whom, actor), whom)
 

@@ -11,14 +11,13 @@ AITP_IDENTITY_ALLOW admits that origin). The customer and the impostor are local
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
 import os
 import re
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,8 @@ import httpx
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from aitp.identity.domain import sign_domain_proof
-from aitp.identity.keypairs import KeyPair, generate_keypair, near_keypair
-from aitp.identity.near import implicit_account_of, sign_nep413
+from aitp.client import PrivateKey, sign_in_proof
+from aitp.identity import KeyPair, generate_keypair, implicit_account_of, near_keypair
 from aitp.testing import start_server
 from tests.conftest import ADMIN_KEY
 from tests.web.conftest import WebServer, assert_no_key_in_server_log
@@ -114,36 +112,27 @@ class World:
             response = agent.put("/actors/me/contact_policy", json={"policy": "anyone"})
             assert response.status_code == 200, response.text
 
-    def sign_in(self, actor: str, prove: Callable[[dict[str, Any]], str | dict[str, str]]) -> str:
-        """A key for `actor`, a domain agent or a NEAR account: the server's challenge, answered by `prove`."""
+    def sign_in(self, actor: str, private_key: PrivateKey) -> str:
+        """A key for `actor`, a domain agent or a NEAR account: the server's challenge, signed as the Python
+        client signs it."""
         with httpx.Client(base_url=f"{self.server.base_url}/v1", timeout=10) as anonymous:
             response = anonymous.post("/auth/challenge", json={"actor": actor})
             assert response.status_code == 200, response.text
             challenge = response.json()
-            proof = prove(challenge)
+            proof = sign_in_proof(challenge, private_key)
             response = anonymous.post("/auth/token", json={"actor": actor, "nonce": challenge["nonce"], "proof": proof})
             assert response.status_code == 200, response.text
             return response.json()["key"]
 
     def sign_in_as_domain(self, actor: str, pair: KeyPair) -> str:
         """With a JWS made with a key the domain publishes."""
-        return self.sign_in(
-            actor,
-            lambda challenge: sign_domain_proof(
-                pair.private_jwk, kid=pair.kid, actor=actor, audience=challenge["audience"], nonce=challenge["nonce"]
-            ),
-        )
+        return self.sign_in(actor, pair)
 
     def sign_in_as_near(self) -> tuple[str, str]:
         """A new NEAR implicit account (no network: its id is its public key) and its key, by a NEP-413 message."""
         private, public = near_keypair()
         account = implicit_account_of(public)
-
-        def prove(challenge: dict[str, Any]) -> dict[str, str]:
-            nonce = base64.urlsafe_b64decode(challenge["nonce"] + "=" * (-len(challenge["nonce"]) % 4))
-            return sign_nep413(private, message=challenge["message"], nonce=nonce, recipient=challenge["recipient"])
-
-        return account, self.sign_in(account, prove)
+        return account, self.sign_in(account, private)
 
     @staticmethod
     def profile(agent: httpx.Client, name: str, description: str | None = None) -> None:
@@ -394,3 +383,18 @@ def test_a_near_implicit_account_is_named_with_its_id_shortened_in_the_middle(pa
 
 def author_time(article: Locator) -> str:
     return str(article.locator(".message-time").text_content())
+
+
+def test_typing_a_shops_name_into_new_conversation_says_no_such_account_and_creates_nothing(
+    page: Page, world: World
+) -> None:
+    before = world.customer.get("/threads").json()["data"]
+    page.goto(world.server.url(world.customer_key))
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    page.get_by_text("New conversation").click()
+    form = page.get_by_role("form", name="New conversation")
+    form.get_by_label("Who do you want to talk to?").fill("Sunny Socks")
+    form.get_by_role("button", name="Start conversation").click()
+    expect(form.get_by_role("alert")).to_contain_text("No one with that account name is on this service")
+    assert world.customer.get("/threads").json()["data"] == before
+    assert world.customer.get("/actors/Sunny").status_code == 404

@@ -25,6 +25,10 @@ const BY_CODE = {
   thread_not_found: "This conversation is no longer available to you.",
   fetch_failed: "The form could not be loaded. Try again in a moment.",
   url_not_allowed: "The form is hosted where this service may not load it from.",
+  unknown_actor: "No one with that account name is on this service. Check the name they gave you (e.g. shop.near).",
+  contact_refused: "They don't accept conversations from you here. They may accept verified accounts only.",
+  display_name_taken: "That name belongs to a verified business or person. Choose another name.",
+  too_many_threads: "You have started many conversations in a short time. Wait a while, then try again.",
 };
 
 const BY_STATUS = {

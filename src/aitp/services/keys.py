@@ -35,12 +35,14 @@ async def create_key(
     scopes: list[str] | None = None,
     lifetime: float | None = None,
     contact_policy: str = VERIFIED_ONLY,
+    known: bool = False,
 ) -> CreatedKey:
     """Create a key, refused after `lifetime` seconds (None: never); its secret is returned this once and
     stored only as a hash. An actor's key makes the actor known to this server: an actor it did not know
-    becomes a local actor (only admins make keys), whom `contact_policy` says who may contact."""
+    becomes a local actor (only admins make keys), whom `contact_policy` says who may contact (`known`: the
+    caller has just made sure it is known, e.g. by a sign-in)."""
     created_at = now()
-    if not admin:
+    if not admin and not known:
         await store.identities.add(IdentityRecord(actor, LOCAL, created_at, contact_policy=contact_policy))
     secret = generate_key()
     record = KeyRecord(

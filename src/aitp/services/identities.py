@@ -24,7 +24,6 @@ from aitp.store.identities import (
     VERIFIED_ONLY,
     IdentityRecord,
 )
-from aitp.store.profiles import ProfileRecord
 
 MAX_ALLOW = 1000  # actor ids in an allow list
 
@@ -172,8 +171,3 @@ def verification_of(identity: IdentityRecord | None, actor: str) -> dict[str, ob
         "verified_at": identity.verified_at,
         "key_id": identity.key_id,
     }
-
-
-async def profile_identities(rt: Runtime, profiles: Sequence[ProfileRecord]) -> dict[str, IdentityRecord]:
-    """The identities of the actors of `profiles` (one read), for rendering them together."""
-    return await rt.store.identities.many([p.actor for p in profiles])

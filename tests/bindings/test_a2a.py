@@ -533,3 +533,54 @@ def test_a_text_message_is_read_as_the_sdks_parser_reads_it(params: dict[str, An
     assert (read is not None) == read_here
     if read is not None:
         assert read == ParseDict(params, SendMessageRequest(), ignore_unknown_fields=True)
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "param"),
+    [
+        ("SendMessage", {"message": {"role": "ROLE_USER", "parts": [{"text": "hi"}]}}, "message.messageId"),
+        ("SendMessage", {"message": {"messageId": "m1", "parts": [{"text": "hi"}]}}, "message.role"),
+        (
+            "SendMessage",
+            {
+                "message": {"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+                "configuration": {"historyLength": -1},
+            },
+            "configuration.historyLength",
+        ),
+        ("SendStreamingMessage", {"message": {"role": "ROLE_USER", "parts": [{"text": "hi"}]}}, "message.messageId"),
+        ("GetTask", {"id": "TASK", "historyLength": -1}, "historyLength"),
+        ("ListTasks", {"pageToken": "-5"}, "pageToken"),
+        ("ListTasks", {"pageToken": "x"}, "pageToken"),
+        ("ListTasks", {"historyLength": -2}, "historyLength"),
+        ("ListTasks", {"pageSize": 0}, "pageSize"),
+        ("ListTasks", {"status": "TASK_STATE_BOGUS"}, "status"),
+        ("ListTasks", {"status": 99}, "status"),
+    ],
+)
+async def test_each_bad_param_is_refused_with_invalid_params_naming_it(
+    store: Store, method: str, params: dict[str, Any], param: str
+) -> None:
+    """JSON-RPC params the spec requires or bounds are checked: -32602, the field named in the error's
+    ErrorInfo metadata (`param`, as AITP refusals on this face); nothing is sent to the agent, no task made."""
+    async with service(store) as svc:
+        await svc.a2a_settings("shop", serve=True)
+        key = await svc.key("alice")
+        headers = {"Authorization": f"Bearer {key}", "A2A-Version": "1.0"}
+        async with agent_running(svc.base, await svc.key("shop"), echo), httpx.AsyncClient(headers=headers) as http:
+            first = (await http.post(f"{svc.base}/a2a/shop", json=send_call("first"))).json()["result"]["task"]
+            params = json.loads(json.dumps(params).replace("TASK", first["id"]))
+            body = {"jsonrpc": "2.0", "id": 9, "method": method, "params": params}
+            answer = await http.post(f"{svc.base}/a2a/shop", json=body)
+            if method == "SendStreamingMessage":  # answered as a stream of one error event
+                text = answer.text
+                error = json.loads(text[text.index("{") : text.rindex("}") + 1])["error"]
+            else:
+                error = answer.json()["error"]
+            assert error["code"] == -32602, error
+            (info,) = [d for d in error["data"] if d["@type"].endswith("google.rpc.ErrorInfo")]  # the SDK's form
+            assert info["metadata"]["param"] == param, error
+            listed = await http.post(
+                f"{svc.base}/a2a/shop", json={"jsonrpc": "2.0", "id": 10, "method": "ListTasks", "params": {}}
+            )
+            assert len(listed.json()["result"]["tasks"]) == 1

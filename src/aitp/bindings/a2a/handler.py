@@ -27,6 +27,7 @@ from a2a.types import (
     ListTasksRequest,
     ListTasksResponse,
     Message,
+    Role,
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
@@ -136,6 +137,28 @@ async def _post(call: Call, thread_id: str, content: list[Any], metadata: dict[s
     return await message_service.create_message(call.rt, call.principal, thread_id, body)
 
 
+def _invalid(message: str, param: str) -> InvalidParamsError:
+    """-32602, naming the field as AITP refusals do (`data.param`)."""
+    return InvalidParamsError(message=message, data={"param": param})
+
+
+def _check_message(message: Message) -> None:
+    """A sent message has what the spec requires of it: an id and a role."""
+    if not message.message_id:
+        raise _invalid("message.messageId is required.", "message.messageId")
+    if message.role == Role.ROLE_UNSPECIFIED:
+        raise _invalid("message.role is required (ROLE_USER for a client's message).", "message.role")
+
+
+def _history_length(holder: Any, param: str) -> int | None:
+    """The history length asked for (None: all), refused when negative."""
+    if not holder.HasField("history_length"):
+        return None
+    if holder.history_length < 0:
+        raise _invalid(f"{param} must not be negative.", param)
+    return int(holder.history_length)
+
+
 async def _send(call: Call, message: Message, requested: set[str]) -> tuple[TaskView, int]:
     """Post the A2A message into its thread: a new task, or the next message of the task it names."""
     content = aitp_content(message)
@@ -226,8 +249,9 @@ class AitpRequestHandler(RequestHandler):
         """SendMessage's task once the agent answered (or it is interrupted, or the wait is over), and the
         history length asked for."""
         call = _call(context)
+        _check_message(params.message)
+        history = _history_length(params.configuration, "configuration.historyLength")
         view, cursor = await _send(call, params.message, context.requested_extensions)
-        history = params.configuration.history_length if params.configuration.HasField("history_length") else None
         if params.configuration.return_immediately or view.interrupted:
             return view, history
         # wait for the agent's answer, up to a2a_wait_seconds: then the task is returned still working
@@ -240,6 +264,7 @@ class AitpRequestHandler(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         call = _call(context)
+        _check_message(params.message)
         view, cursor = await _send(call, params.message, context.requested_extensions)
         yield view.task()
         if view.interrupted:
@@ -262,8 +287,9 @@ class AitpRequestHandler(RequestHandler):
             yield changed.update()
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        history = _history_length(params, "historyLength")
         view, _ = await _load(_call(context), params.id)
-        return view.task(params.history_length if params.HasField("history_length") else None)
+        return view.task(history)
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
         call = _call(context)
@@ -280,13 +306,14 @@ class AitpRequestHandler(RequestHandler):
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         call = _call(context)
         if params.HasField("page_size") and not 1 <= params.page_size <= 100:
-            raise InvalidParamsError(message="pageSize must be between 1 and 100.")
-        if params.HasField("history_length") and params.history_length < 0:
-            raise InvalidParamsError(message="historyLength must not be negative.")
-        try:
-            offset = int(params.page_token or 0)
-        except ValueError:
-            raise InvalidParamsError(message="Invalid pageToken.") from None
+            raise _invalid("pageSize must be between 1 and 100.", "pageSize")
+        history = _history_length(params, "historyLength")
+        token = params.page_token or "0"
+        if not token.isascii() or not token.isdigit():  # a token this server gave: a position, never negative
+            raise _invalid("Invalid pageToken: give the nextPageToken of the page before.", "pageToken")
+        offset = int(token)
+        if params.status and params.status not in TaskState.values():
+            raise _invalid(f"Unknown status {params.status}.", "status")
         try:
             if params.context_id:
                 thread_id = await contexts.existing_thread(call.rt, call.principal, call.agent, params.context_id)
@@ -304,7 +331,6 @@ class AitpRequestHandler(RequestHandler):
         views.sort(key=lambda v: (v.updated_at, v.first.seq), reverse=True)
         size = params.page_size or 50
         page = views[offset : offset + size]
-        history = params.history_length if params.HasField("history_length") else None
         more = offset + size < len(views)
         return ListTasksResponse(
             tasks=[v.task(history) for v in page],

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
-from aitp.bindings.a2a import send
+from aitp.bindings.a2a import params, send
 from aitp.bindings.a2a.card import agent_card
 from aitp.bindings.a2a.handler import CALL, AitpRequestHandler, Call
 from aitp.context import principal_of, runtime_of
@@ -71,6 +71,8 @@ async def rpc(request: Request) -> Response:
         return _not_served(actor)
     request.scope[AGENT] = agent
     answer = await send.serve(request, _handler, _context.build)  # SendMessage's fast path, same wire format
+    if answer is None:
+        answer = await params.refusal(request)
     return answer if answer is not None else await _dispatcher.handle_requests(request)
 
 

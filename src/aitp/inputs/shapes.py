@@ -38,6 +38,31 @@ def check_metadata(metadata: dict[str, Any], param: str = "metadata") -> dict[st
     return dict(metadata)
 
 
+THREAD_DETAILS = ("auto", "low", "high")  # an image's `detail` as the Threads face shows it (ImageURL, ImageFile)
+# as stored, and as the Conversations face (Responses' input_image) shows it; a Threads client may send "original"
+# too (one face's parts go through the other's): it reads as "high" there
+IMAGE_DETAILS = (*THREAD_DETAILS, "original")
+
+
+def image_detail(value: Any, allowed: tuple[str, ...], param: str) -> str:
+    """An image part's `detail` as stored: absent or null is "auto" (what OpenAI assumes); anything but the
+    face's values is 400 naming the field. Stored unchecked, one member's "bogus" made every member's strictly
+    validating SDK fail to read the thread."""
+    if value is None:
+        return "auto"
+    if value not in allowed:
+        raise InvalidRequest(f"`detail` must be one of {', '.join(allowed)}.", param=param, code="invalid_value")
+    return str(value)
+
+
+def shown_detail(value: Any, allowed: tuple[str, ...]) -> str:
+    """A stored `detail` as a face shows it: "original" (the Conversations face's) is "high" where only the
+    Threads values exist; a value stored before details were checked (null, anything else) is "auto"."""
+    if value in allowed:
+        return str(value)
+    return "high" if value == "original" and "high" in allowed else "auto"
+
+
 def _text_part(value: str) -> dict[str, Any]:
     return {"type": "text", "text": {"value": value, "annotations": []}}
 
@@ -68,15 +93,14 @@ def _normalize_part(item: Any, param: str) -> dict[str, Any]:
         image = item.get("image_url")
         if not isinstance(image, dict) or not isinstance(image.get("url"), str):
             raise InvalidRequest("An image_url part needs `image_url.url` as a string.", param=f"{param}.image_url")
-        return {"type": "image_url", "image_url": {"url": image["url"], "detail": image.get("detail", "auto")}}
+        detail = image_detail(image.get("detail"), IMAGE_DETAILS, f"{param}.image_url.detail")
+        return {"type": "image_url", "image_url": {"url": image["url"], "detail": detail}}
     if kind == "image_file":
         image = item.get("image_file")
         if not isinstance(image, dict) or not isinstance(image.get("file_id"), str):
             raise InvalidRequest("An image_file part needs `image_file.file_id`.", param=f"{param}.image_file")
-        return {
-            "type": "image_file",
-            "image_file": {"file_id": image["file_id"], "detail": image.get("detail", "auto")},
-        }
+        detail = image_detail(image.get("detail"), IMAGE_DETAILS, f"{param}.image_file.detail")
+        return {"type": "image_file", "image_file": {"file_id": image["file_id"], "detail": detail}}
     raise InvalidRequest(
         f"Unsupported content part type {kind!r}: use 'text', 'image_url' or 'image_file'.", param=f"{param}.type"
     )

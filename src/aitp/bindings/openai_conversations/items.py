@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from aitp.errors import InvalidRequest
+from aitp.inputs.shapes import IMAGE_DETAILS, image_detail
 from aitp.services.requests import NewMessage
 
 ROLES = ("user", "assistant", "system", "developer")  # accepted; the stored role is derived from the author
@@ -49,7 +50,7 @@ def _part(part: Any, param: str) -> str | dict[str, Any]:
             raise InvalidRequest(f"An {kind} part needs `text` as a string.", param=f"{param}.text")
         return text
     if kind == "input_image":
-        detail = part.get("detail") or "auto"
+        detail = image_detail(part.get("detail"), IMAGE_DETAILS, f"{param}.detail")
         if isinstance(part.get("image_url"), str):
             return {"type": "image_url", "image_url": {"url": part["image_url"], "detail": detail}}
         if isinstance(part.get("file_id"), str):

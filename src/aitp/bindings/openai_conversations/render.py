@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aitp.bindings.openai_threads.render import page
+from aitp.inputs.shapes import IMAGE_DETAILS, shown_detail
 from aitp.services.threads import t01_metadata
 from aitp.store.records import ActorRecord, MessageRecord, ThreadRecord
 
@@ -44,14 +45,14 @@ def _part(part: dict[str, Any], text_type: str) -> dict[str, Any]:
         image = part["image_url"]
         return {
             "type": "input_image",
-            "detail": image.get("detail", "auto"),
+            "detail": shown_detail(image.get("detail"), IMAGE_DETAILS),
             "image_url": image["url"],
             "file_id": None,
         }
     image = part["image_file"]
     return {
         "type": "input_image",
-        "detail": image.get("detail", "auto"),
+        "detail": shown_detail(image.get("detail"), IMAGE_DETAILS),
         "image_url": None,
         "file_id": image["file_id"],
     }

@@ -7,6 +7,7 @@ from typing import Any
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion, version_text
 from aitp.events import payloads
 from aitp.events.stream import frame_of
+from aitp.inputs.shapes import THREAD_DETAILS, shown_detail
 from aitp.principals import Principal
 from aitp.services.access import role_of
 from aitp.services.paging import LogPage
@@ -57,13 +58,28 @@ def message(record: MessageRecord) -> dict[str, Any]:
         "completed_at": record.created_at,
         "incomplete_at": None,
         "role": record.role,
-        "content": record.content,
+        "content": _shown_content(record.content),
         "assistant_id": None,
         "run_id": None,
         "attachments": record.attachments,
         "metadata": {**record.metadata, "actor": record.actor},
         "aitp": record.aitp,
     }
+
+
+def _shown_content(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stored parts as the Threads face shows them: an image's `detail` one of its values (`shown_detail`)."""
+    if all(part["type"] == "text" for part in content):  # most messages: nothing to look at
+        return content
+    return [_shown_part(part) for part in content]
+
+
+def _shown_part(part: dict[str, Any]) -> dict[str, Any]:
+    kind = part["type"]
+    if kind not in ("image_url", "image_file"):
+        return part
+    image = part[kind]
+    return {**part, kind: {**image, "detail": shown_detail(image.get("detail"), THREAD_DETAILS)}}
 
 
 def capability_table(thread_id: str, table: dict[str, Any]) -> dict[str, Any]:

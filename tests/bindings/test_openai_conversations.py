@@ -106,3 +106,16 @@ async def test_conversation_writes_are_thread_events_and_a_retry_is_replayed(api
     events = (await user.get(f"/threads/{conversation}/events")).json()["data"]
     created = [e["data"] for e in events if e["type"] == "thread.message.created"]
     assert [(m["id"], m["metadata"]["actor"]) for m in created] == [(first.json()["data"][0]["id"], "shop.near")]
+
+
+async def test_what_is_not_found_is_named_as_this_face_names_it(api: API) -> None:
+    """A conversation and its items, not a thread and its messages: the codes, params and messages say so."""
+    user, _, conversation_id = await new_conversation(api)
+    missing = error_of(await user.get("/conversations/thread_missing"), 404)
+    assert (missing["code"], missing["param"]) == ("conversation_not_found", "conversation_id")
+    assert missing["message"] == "No conversation found with id 'thread_missing'."
+    item = error_of(await user.get(f"/conversations/{conversation_id}/items/msg_missing"), 404)
+    assert (item["code"], item["param"]) == ("item_not_found", "item_id")
+    assert item["message"] == "No item found with id 'msg_missing'."
+    gone = error_of(await user.delete(f"/conversations/{conversation_id}/items/msg_missing"), 404)
+    assert gone["code"] == "item_not_found"

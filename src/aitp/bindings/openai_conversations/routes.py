@@ -40,15 +40,21 @@ def routes() -> list[BaseRoute]:
 
 # The services name what they refuse as the Threads face calls it; here the same things have other names.
 PARAMS = {"thread_id": "conversation_id", "message_id": "item_id"}
+CODES = {"thread_not_found": "conversation_not_found", "message_not_found": "item_not_found"}
+WORDS = {"No thread found": "No conversation found", "No message found": "No item found"}
 
 
 @contextlib.contextmanager
 def conversation_names() -> Iterator[None]:
-    """Refusals with this face's names: `conversation_id`, `item_id`, and `items[i]` for a new thread's
-    first messages (`messages[i]` to the service)."""
+    """Refusals with this face's names: `conversation_id`, `item_id` (`conversation_not_found`,
+    `item_not_found`), and `items[i]` for a new thread's first messages (`messages[i]` to the service)."""
     try:
         yield
     except APIError as error:
+        if error.code in CODES:
+            error.code = CODES[error.code]
+            for threads_words, own in WORDS.items():
+                error.message = error.message.replace(threads_words, own)
         param = error.param
         if param in PARAMS:
             error.param = PARAMS[param]

@@ -119,3 +119,20 @@ async def test_what_is_not_found_is_named_as_this_face_names_it(api: API) -> Non
     assert item["message"] == "No item found with id 'msg_missing'."
     gone = error_of(await user.delete(f"/conversations/{conversation_id}/items/msg_missing"), 404)
     assert gone["code"] == "item_not_found"
+
+
+async def test_a_page_after_a_deleted_cursor_item_continues(api: API) -> None:
+    user, _, conversation_id = await new_conversation(api)
+    for text in ("one", "two", "three"):
+        item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+        assert (await user.post(f"/conversations/{conversation_id}/items", json={"items": [item]})).is_success
+    first = (await user.get(f"/conversations/{conversation_id}/items", params={"order": "asc", "limit": 2})).json()
+    last = first["last_id"]
+    assert (await user.delete(f"/conversations/{conversation_id}/items/{last}")).is_success
+    page = await user.get(f"/conversations/{conversation_id}/items", params={"order": "asc", "after": last})
+    assert page.status_code == 200, page.text
+    assert [part["text"] for item in page.json()["data"] for part in item["content"]] == ["three"]
+    threads_page = await user.get(f"/threads/{conversation_id}/messages", params={"order": "desc", "before": last})
+    assert [m["content"][0]["text"]["value"] for m in threads_page.json()["data"]] == ["three"]
+    bogus = await user.get(f"/conversations/{conversation_id}/items", params={"after": "msg_never"})
+    assert error_of(bogus, 400)["code"] == "invalid_cursor"

@@ -1394,3 +1394,22 @@ async def test_concurrent_joins_through_two_stores_never_exceed_max_actors(
     assert sum(joined) == 3
     assert len(await store.list_actors(thread.id)) == 4
     assert await seqs(store, thread.id) == [1, 2, 3, 4]
+
+
+# --- where a deleted message stood -------------------------------------------------------------
+
+
+async def test_a_deleted_message_keeps_its_place_for_cursors_until_its_thread_goes(store: Store) -> None:
+    thread, _, _ = await make_thread(store)
+    first, second = await post(store, thread.id, "one"), await post(store, thread.id, "two")
+    assert await store.message_seq(thread.id, first.id) == first.seq
+    assert await store.delete_message(thread.id, first.id, ev("thread.message.deleted", id=first.id)) is not None
+    assert await store.get_message(thread.id, first.id) is None
+    assert await store.message_seq(thread.id, first.id) == first.seq
+    assert await texts_of(store, thread.id, after_seq=first.seq) == ["two"]
+    assert await store.message_seq(thread.id, "msg_never") is None
+    other, _, _ = await make_thread(store)
+    assert await store.message_seq(other.id, first.id) is None  # a message of another thread is not a place here
+    await store.delete_thread(thread.id, ev("thread.deleted", id=thread.id))
+    assert await store.message_seq(thread.id, first.id) is None
+    assert await store.message_seq(thread.id, second.id) is None

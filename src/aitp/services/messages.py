@@ -170,13 +170,14 @@ async def _message_in(rt: Runtime, thread_id: str, message_id: str, param: str =
 
 
 async def _cursor_seq(rt: Runtime, thread_id: str, message_id: str, param: str) -> int:
-    # A bad cursor is a bad parameter (400), not a missing resource: the thread in the URL exists.
-    record = await rt.store.get_message(thread_id, message_id)
-    if record is None:
+    # A bad cursor is a bad parameter (400), not a missing resource: the thread in the URL exists. A message
+    # deleted since the page was read still marks where the next page starts.
+    seq = await rt.store.message_seq(thread_id, message_id)
+    if seq is None:
         raise InvalidRequest(
             f"Invalid '{param}': '{message_id}' is not a message of this thread.", param=param, code="invalid_cursor"
         )
-    return record.seq
+    return seq
 
 
 async def get_message(rt: Runtime, principal: Principal, thread_id: str, message_id: str) -> MessageRecord:

@@ -350,6 +350,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None: ...
 
+    @abc.abstractmethod
+    async def message_seq(self, thread_id: str, message_id: str) -> int | None:
+        """Where a message of the thread stands (its seq), deleted or not (a page cursor naming a message
+        deleted since still reads on from there); None when the thread never had it."""
+
     async def list_messages(
         self,
         thread_id: str,

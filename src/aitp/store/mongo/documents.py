@@ -69,6 +69,11 @@ def ref_key(thread_id: str, kind: str, ref_id: str) -> str:
     return f"{thread_id}|{kind}|{ref_id}"
 
 
+def deleted_key(thread_id: str, message_id: str) -> str:
+    """A deleted message's tombstone (`deleted_messages`): where it stood, for cursors that name it."""
+    return f"{thread_id}|{message_id}"
+
+
 def membership_key(thread_id: str, actor_id: str, from_seq: int) -> str:
     """A membership's `_id`: one per actor, thread and joining event (an actor may leave and join again)."""
     return f"{thread_id}\x00{actor_id}\x00{from_seq}"

@@ -68,6 +68,7 @@ class MongoEngine:
             "a2a_agents",
             "a2a_contexts",
             "actor_identities",
+            "deleted_messages",
         ):
             if name not in existing:
                 try:
@@ -91,6 +92,7 @@ class MongoEngine:
         await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
         await db.api_keys.create_index([("expires_at", ASCENDING)])  # purging expired keys
         await db.capability_refs.create_index([("message_id", ASCENDING)])
+        await db.deleted_messages.create_index([("thread_id", ASCENDING)])  # cleared with their thread
         # MongoDB deletes each record once its own `expires_at` has passed (so changing the retention
         # needs no index rebuild); `MongoIdempotency.purge` does the same for servers without a TTL monitor.
         await db.idempotency_keys.create_index([("expires_at", ASCENDING)], expireAfterSeconds=0)

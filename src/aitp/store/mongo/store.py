@@ -29,6 +29,7 @@ from aitp.store.mongo.a2a import MongoA2A
 from aitp.store.mongo.capabilities import MongoCapabilities
 from aitp.store.mongo.codes import MongoCodes
 from aitp.store.mongo.documents import (
+    deleted_key,
     event_record,
     message_record,
     ref_key,
@@ -171,6 +172,12 @@ class MongoStore(Store):
     async def get_message(self, thread_id: str, message_id: str) -> MessageRecord | None:
         doc = await self._db.messages.find_one({"_id": message_id, "thread_id": thread_id})
         return None if doc is None else message_record(doc)
+
+    async def message_seq(self, thread_id: str, message_id: str) -> int | None:
+        doc = await self._db.messages.find_one({"_id": message_id, "thread_id": thread_id}, {"seq": 1})
+        if doc is None:
+            doc = await self._db.deleted_messages.find_one({"_id": deleted_key(thread_id, message_id)}, {"seq": 1})
+        return None if doc is None else int(doc["seq"])
 
     async def _list_messages(self, thread_id: str, page: Page[int]) -> list[MessageRecord]:
         query: dict[str, Any] = {"thread_id": thread_id}

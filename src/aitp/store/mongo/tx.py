@@ -12,6 +12,7 @@ from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageReco
 from aitp.store.mongo.documents import (
     Session,
     actor_doc,
+    deleted_key,
     membership_key,
     message_doc,
     message_record,
@@ -69,7 +70,7 @@ class MongoTx(Tx):
     async def clear_thread(self, thread_id: str) -> None:
         tombstone = {"$set": {"deleted": True, "metadata": {}, "tool_resources": None}}
         await self.db.threads.update_one({"_id": thread_id}, tombstone, session=self.session)
-        for name in ("messages", "thread_actors", "events", "capability_refs"):
+        for name in ("messages", "thread_actors", "events", "capability_refs", "deleted_messages"):
             await self.db[name].delete_many({"thread_id": thread_id}, session=self.session)
 
     async def actors(self, thread_id: str) -> list[ActorRecord]:
@@ -131,8 +132,17 @@ class MongoTx(Tx):
         return None if doc is None else message_record(doc)
 
     async def delete_message(self, thread_id: str, message_id: str) -> bool:
-        result = await self.db.messages.delete_one({"_id": message_id, "thread_id": thread_id}, session=self.session)
-        return result.deleted_count > 0
+        gone = await self.db.messages.find_one_and_delete(
+            {"_id": message_id, "thread_id": thread_id}, {"seq": 1}, session=self.session
+        )
+        if gone is None:
+            return False
+        # an update with upsert, not replace_one: nx-27017 did not keep a replace_one upsert in a transaction
+        tombstone = {"thread_id": thread_id, "seq": gone["seq"]}
+        await self.db.deleted_messages.update_one(
+            {"_id": deleted_key(thread_id, message_id)}, {"$set": tombstone}, upsert=True, session=self.session
+        )
+        return True
 
     async def insert_ref(self, ref: CapabilityRef) -> bool:
         try:

@@ -48,6 +48,13 @@ CREATE TABLE IF NOT EXISTS messages (
     aitp TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS messages_by_thread_seq ON messages (thread_id, seq);
+-- Where a deleted message stood in its thread: a page cursor naming it still reads on from there.
+CREATE TABLE IF NOT EXISTS deleted_messages (
+    thread_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
     gid INTEGER PRIMARY KEY AUTOINCREMENT,
     thread_id TEXT NOT NULL,

@@ -199,6 +199,17 @@ class SQLiteStore(Store):
 
         return await self.engine.run(op)
 
+    async def message_seq(self, thread_id: str, message_id: str) -> int | None:
+        def op(conn: sqlite3.Connection) -> int | None:
+            row = conn.execute(
+                "SELECT seq FROM messages WHERE id = ? AND thread_id = ?"
+                " UNION ALL SELECT seq FROM deleted_messages WHERE thread_id = ? AND id = ? LIMIT 1",
+                (message_id, thread_id, thread_id, message_id),
+            ).fetchone()
+            return None if row is None else int(row[0])
+
+        return await self.engine.run(op)
+
     async def _list_messages(self, thread_id: str, page: Page[int]) -> list[MessageRecord]:
         def op(conn: sqlite3.Connection) -> list[MessageRecord]:
             where, bounds = _within("seq", page)

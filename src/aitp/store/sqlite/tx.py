@@ -88,6 +88,7 @@ class SQLiteTx(Tx):
         conn.execute("DELETE FROM thread_actors WHERE thread_id = ?", (thread_id,))
         conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
         conn.execute("DELETE FROM capability_refs WHERE thread_id = ?", (thread_id,))
+        conn.execute("DELETE FROM deleted_messages WHERE thread_id = ?", (thread_id,))
         conn.execute(
             "UPDATE threads SET deleted = 1, metadata = '{}', tool_resources = NULL WHERE id = ?", (thread_id,)
         )
@@ -153,8 +154,16 @@ class SQLiteTx(Tx):
         return find_message(self.conn, thread_id, message_id)
 
     async def delete_message(self, thread_id: str, message_id: str) -> bool:
-        gone = self.conn.execute("DELETE FROM messages WHERE id = ? AND thread_id = ?", (message_id, thread_id))
-        return gone.rowcount > 0
+        gone = self.conn.execute(
+            "DELETE FROM messages WHERE id = ? AND thread_id = ? RETURNING seq", (message_id, thread_id)
+        ).fetchone()
+        if gone is None:
+            return False
+        self.conn.execute(
+            "INSERT OR REPLACE INTO deleted_messages (thread_id, id, seq) VALUES (?, ?, ?)",
+            (thread_id, message_id, gone[0]),
+        )
+        return True
 
     async def insert_ref(self, ref: CapabilityRef) -> bool:
         try:

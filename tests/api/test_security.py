@@ -259,6 +259,7 @@ async def test_a_member_of_one_thread_gets_404_on_every_route_of_another(actors:
     before = await log_of(actors, threads.b)
     missing = (await prober.get("/threads/thread_doesnotexist")).json()["error"]
     assert missing["code"] == "thread_not_found"
+    key = (missing["code"], missing["param"])
     leaks = []
     for route in filter(lambda r: r.names_a_thread, ROUTES):
         for thread_id in (threads.b, "thread_doesnotexist"):
@@ -275,9 +276,9 @@ async def test_a_member_of_one_thread_gets_404_on_every_route_of_another(actors:
             else:
                 response = await prober.request(route.method, path, json=BODIES.get(route.template, {}))
                 answer = (response.status_code, response.json()["error"]["code"], response.json()["error"]["param"])
-                # the same refusal, under this face's name for the thread
-                param = "conversation_id" if "{conversation_id}" in route.template else missing["param"]
-                expected = (404, missing["code"], param)
+                # the same refusal, in this face's words for the thread
+                conversation = "{conversation_id}" in route.template
+                expected = (404, "conversation_not_found", "conversation_id") if conversation else (404, *key)
             if answer != expected:
                 leaks.append((str(route), thread_id, answer))
             if route.template.endswith("/events") and (refusal := await sse_refusal(prober, path)) != expected:

@@ -3,7 +3,9 @@ test's own, and signing in through the real HTTP routes (`POST /v1/auth/challeng
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,14 +54,25 @@ class KeySite:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.host = f"localhost:{self.server.server_address[1]}"
+        # `localhost` may resolve to ::1 first: the same port there too, where the machine has IPv6
+        self.servers = [ThreadingHTTPServer(("127.0.0.1", 0), Handler)]
+        port = self.servers[0].server_address[1]
+
+        class V6(ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+
+        with contextlib.suppress(OSError):
+            self.servers.append(V6(("::1", port), Handler))
+        self.host = f"localhost:{port}"
         self.allow = f"http://{self.host}/"  # AITP_IDENTITY_ALLOW: loopback, over plain http
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        for server in self.servers:
+            server.daemon_threads = True
+            threading.Thread(target=server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
 
 
 class NearRpc:

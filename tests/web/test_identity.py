@@ -15,12 +15,8 @@ import itertools
 import json
 import os
 import re
-import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -30,6 +26,7 @@ from aitp.client import PrivateKey, sign_in_proof
 from aitp.identity import KeyPair, generate_keypair, implicit_account_of, near_keypair
 from aitp.testing import start_server
 from tests.conftest import ADMIN_KEY
+from tests.support.identities import KeySite, key_site
 from tests.web.conftest import WebServer, assert_no_key_in_server_log
 
 CAPABILITIES = Path(__file__).resolve().parents[2] / "capabilities"
@@ -44,62 +41,14 @@ NOT_VERIFIED = "not verified: this name is what the account says about itself"
 _quotes = itertools.count(1)
 
 
-class KeyHost:
-    """The shop's host: serves `/.well-known/aitp.json` on loopback, as `localhost:<port>` (IPv4, and IPv6 where
-    the machine has it: the server may resolve `localhost` to either)."""
-
-    def __init__(self) -> None:
-        self.document: dict[str, Any] = {"keys": []}
-        host = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (the http.server API)
-                found = self.path == "/.well-known/aitp.json"
-                body = json.dumps(host.document).encode() if found else b"not found"
-                self.send_response(200 if found else 404)
-                self.send_header("Content-Type", "application/json" if found else "text/plain")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.servers = [ThreadingHTTPServer(("127.0.0.1", 0), Handler)]
-        self.port = self.servers[0].server_address[1]
-
-        class V6(ThreadingHTTPServer):
-            address_family = socket.AF_INET6
-
-        try:
-            self.servers.append(V6(("::1", self.port), Handler))
-        except OSError:
-            pass  # no IPv6 loopback here: `localhost` is 127.0.0.1 alone
-        for server in self.servers:
-            server.daemon_threads = True
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-
-    @property
-    def actor(self) -> str:
-        return f"localhost:{self.port}"
-
-    def publish(self, pair: KeyPair) -> None:
-        self.document = {"keys": [pair.public_jwk]}
-
-    def close(self) -> None:
-        for server in self.servers:
-            server.shutdown()
-            server.server_close()
-
-
 class World:
     """The server, a verified shop (Sunny Socks, a domain agent), a customer and an impostor (local accounts)."""
 
-    def __init__(self, server: WebServer, host: KeyHost) -> None:
+    def __init__(self, server: WebServer, host: KeySite) -> None:
         self.server = server
-        self.shop_id = host.actor
+        self.shop_id = host.host
         pair = generate_keypair()
-        host.publish(pair)
+        host.keys = [pair]
         self.shop = server.client(self.sign_in_as_domain(self.shop_id, pair))
         self.customer_key = server.key_for("cust-1")
         self.customer = server.client(self.customer_key)
@@ -173,16 +122,15 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def key_host() -> Iterator[KeyHost]:
-    host = KeyHost()
-    yield host
-    host.close()
+def key_host() -> Iterator[KeySite]:
+    with key_site() as site:
+        yield site
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, key_host: KeyHost) -> Iterator[World]:
+def world(tmp_path_factory: pytest.TempPathFactory, key_host: KeySite) -> Iterator[World]:
     directory = tmp_path_factory.mktemp("identity")
-    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_IDENTITY_ALLOW": f"http://{key_host.actor}/"}
+    env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_IDENTITY_ALLOW": key_host.allow}
     process = start_server(f"sqlite:///{directory / 'web.db'}", directory / "serve.log", env)
     server = WebServer(process)
     try:

@@ -15,6 +15,7 @@ from aitp.principals import Principal
 from aitp.recent import Recent
 from aitp.runtime import Runtime, now
 from aitp.services import identities, inbox, webhooks
+from aitp.services.access import own_or_admin
 from aitp.store.a2a import A2AAgentRecord
 
 SERVED_TTL = 5.0
@@ -28,8 +29,7 @@ def served(rt: Runtime) -> Recent[str, A2AAgentRecord | None]:
 
 
 def _check_owner(principal: Principal, actor: str) -> None:
-    if actor != principal.actor and not principal.admin:
-        raise PermissionDenied("Only the actor itself (or an admin) may read or set its A2A settings.", param="actor")
+    own_or_admin(principal, actor, "read or set its A2A settings")
 
 
 async def settings_of(rt: Runtime, principal: Principal, actor: str) -> A2AAgentRecord:

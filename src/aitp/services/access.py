@@ -77,6 +77,13 @@ async def _load_view(rt: Runtime, thread_id: str) -> ThreadView | None:
     return None if found is None else ThreadView(*found)
 
 
+def own_or_admin(principal: Principal, actor: str, what: str, param: str = "actor") -> None:
+    """403 unless the caller is `actor` itself or an admin: what an actor says of itself (its profile, contact
+    policy, A2A settings) is its own to read or change."""
+    if actor != principal.actor and not principal.admin:
+        raise PermissionDenied(f"Only the actor itself (or an admin) may {what}.", param=param)
+
+
 def acting_actor(principal: Principal, requested: object, param: str = "metadata.actor") -> str:
     """The actor a write is made as: the key's own, or (admin only) the one requested."""
     if requested is None or requested == principal.actor:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from aitp.errors import InvalidRequest, NotFound, PermissionDenied
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
+from aitp.services.access import own_or_admin
 from aitp.services.rate_limit import RateLimiter
 from aitp.store.identities import (
     ALLOW_LIST,
@@ -132,8 +133,7 @@ def shows_policy(principal: Principal, identity: IdentityRecord) -> bool:
 
 async def own_policy(rt: Runtime, principal: Principal, actor: str) -> IdentityRecord:
     """The actor's identity, to read its contact policy: only the actor itself, or an admin, may (403)."""
-    if actor != principal.actor and not principal.admin:
-        raise PermissionDenied("Only the actor itself (or an admin) may read its contact policy.", param="actor_id")
+    own_or_admin(principal, actor, "read its contact policy", "actor_id")
     return await identity_of(rt, actor)
 
 
@@ -141,8 +141,7 @@ async def set_contact_policy(
     rt: Runtime, principal: Principal, actor: str, policy: str, allow: Sequence[str] | None
 ) -> IdentityRecord:
     """Replace the actor's contact policy: only the actor itself, or an admin, may."""
-    if actor != principal.actor and not principal.admin:
-        raise PermissionDenied("Only the actor itself (or an admin) may set its contact policy.", param="actor")
+    own_or_admin(principal, actor, "set its contact policy")
     if policy not in CONTACT_POLICIES:
         raise InvalidRequest(f"'policy' must be one of {', '.join(CONTACT_POLICIES)}.", param="policy")
     listed = list(dict.fromkeys(allow or []))

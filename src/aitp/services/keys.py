@@ -9,10 +9,10 @@ from aitp.errors import NotFound
 from aitp.ids import new_id
 from aitp.principals import PrincipalCache
 from aitp.runtime import now
-from aitp.services import revocation
+from aitp.services import identities, revocation
 from aitp.services.connections import StreamSlots
 from aitp.store.base import Store
-from aitp.store.identities import LOCAL, VERIFIED_ONLY, IdentityRecord
+from aitp.store.identities import VERIFIED_ONLY
 from aitp.store.keys import KeyRecord
 
 # How long an expired key is kept: its holder is told `expired_api_key` ("sign in again"), not that the key
@@ -43,7 +43,7 @@ async def create_key(
     caller has just made sure it is known, e.g. by a sign-in)."""
     created_at = now()
     if not admin and not known:
-        await store.identities.add(IdentityRecord(actor, LOCAL, created_at, contact_policy=contact_policy))
+        await store.identities.add(identities.local(actor, contact_policy))
     secret = generate_key()
     record = KeyRecord(
         id=new_id("key"),

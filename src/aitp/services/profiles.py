@@ -6,14 +6,15 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from aitp.errors import Conflict, InvalidRequest, NotFound, PermissionDenied
+from aitp.errors import Conflict, InvalidRequest, NotFound
 from aitp.identity.names import name_key
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
 from aitp.services import identities
-from aitp.services.access import readable_thread
+from aitp.services.access import own_or_admin, readable_thread
 from aitp.store.identities import IdentityRecord
 from aitp.store.profiles import ProfileRecord
 
@@ -46,6 +47,25 @@ async def own_profile(rt: Runtime, principal: Principal) -> Shown:
     return profile, await rt.store.identities.get(principal.actor)
 
 
+@dataclass(frozen=True)
+class ActorSeen:
+    """An actor as a caller may see it: its identity, its profile where the caller may see that
+    (`identities.shows_profile`), and whether its contact policy is the caller's to see."""
+
+    identity: IdentityRecord
+    profile: Shown | None
+    shows_policy: bool
+
+
+async def actor_seen(rt: Runtime, principal: Principal, actor: str) -> ActorSeen:
+    """`GET /v1/actors/{id}`: 404 `actor_not_found` for an actor this server does not know."""
+    identity = await identities.identity_of(rt, actor)
+    profile = None
+    if identities.shows_profile(principal, identity):
+        profile = (await rt.store.profiles.get(actor) or empty(actor), identity)
+    return ActorSeen(identity, profile, identities.shows_policy(principal, identity))
+
+
 async def visible_profile(rt: Runtime, principal: Principal, actor: str) -> Shown:
     """Another actor's profile, where the caller may see it without a shared thread: a verified actor's is
     public, anyone's to itself and to admins (404 otherwise, as for an unknown actor: local actors' profiles
@@ -76,8 +96,7 @@ async def put_profile(
     """Replace `actor`'s profile: only the actor itself, or an admin, may. A display name that reads as the
     name of another, verified actor is refused (409 `display_name_taken`): names of verified actors cannot be
     borrowed (`aitp.identity.names`: case, spacing, punctuation and Unicode look-alikes)."""
-    if actor != principal.actor and not principal.admin:
-        raise PermissionDenied("Only the actor itself (or an admin) may set its profile.", param="actor")
+    own_or_admin(principal, actor, "set its profile")
     record = ProfileRecord(
         actor=actor,
         display_name=_text(display_name, MAX_NAME, "display_name", one_line=True),

@@ -71,9 +71,9 @@ class SignedIn:
     identity: IdentityRecord
 
 
-class Limiters:
-    """Sign-in attempts per actor and per client address (`rt.state(Limiters)`), and when this process last
-    deleted expired challenges."""
+class SignIns:
+    """This process's sign-in state (`rt.state(SignIns)`): attempts per actor and per client address, and
+    when it last deleted expired challenges."""
 
     def __init__(self, rt: Runtime) -> None:
         self.by_actor = RateLimiter()
@@ -102,21 +102,17 @@ def message_for(audience: str, actor: str) -> str:
 
 
 def _count(rt: Runtime, actor: str, address: str | None) -> None:
-    limiters, settings = rt.state(Limiters), rt.settings
-    per_actor, per_address = settings.sign_in_attempts_per_minute, settings.sign_in_address_attempts_per_minute
-    limiters.by_actor.check(
-        actor,
-        per_actor / 60,
-        max(1, int(per_actor)),
-        limit=f"sign-in attempts as '{actor}': {per_actor:g} per minute",
-        code="too_many_sign_in_attempts",
-    )
+    """One sign-in attempt, counted against the actor and the client address (429 past either)."""
+    sign_ins, settings = rt.state(SignIns), rt.settings
+    counted = [(sign_ins.by_actor, actor, settings.sign_in_attempts_per_minute, f"as '{actor}'")]
     if address is not None:
-        limiters.by_address.check(
-            address,
-            per_address / 60,
-            max(1, int(per_address)),
-            limit=f"sign-in attempts from this address: {per_address:g} per minute",
+        counted.append((sign_ins.by_address, address, settings.sign_in_address_attempts_per_minute, "from here"))
+    for limiter, key, per_minute, whose in counted:
+        limiter.check(
+            key,
+            per_minute / 60,
+            max(1, int(per_minute)),
+            limit=f"sign-in attempts {whose}: {per_minute:g} per minute",
             code="too_many_sign_in_attempts",
         )
 
@@ -150,9 +146,9 @@ async def challenge(rt: Runtime, actor: str, request_origin: str, address: str |
     expires_at = math.ceil(now + rt.settings.sign_in_challenge_seconds)
     raw = expires_at.to_bytes(EXPIRY_BYTES, "big") + secrets.token_bytes(NONCE_BYTES - EXPIRY_BYTES)
     nonce = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-    limiters = rt.state(Limiters)
-    if now - limiters.purged_at >= PURGE_EVERY:  # an expired nonce is refused whether or not it is deleted yet
-        limiters.purged_at = now
+    sign_ins = rt.state(SignIns)
+    if now - sign_ins.purged_at >= PURGE_EVERY:  # an expired nonce is refused whether or not it is deleted yet
+        sign_ins.purged_at = now
         await rt.store.codes.purge(now)
     await rt.store.codes.create(_code(nonce, CHALLENGE, actor, now, expires_at))
     whom = audience(rt, request_origin)

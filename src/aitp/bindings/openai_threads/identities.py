@@ -38,23 +38,17 @@ def render_policy(identity: IdentityRecord) -> dict[str, Any]:
     }
 
 
-async def _identity(rt: Runtime, principal: Principal, actor: str) -> FastJSONResponse:
-    identity = await identities.identity_of(rt, actor)
-    answer: dict[str, Any] = {
+def render_actor(seen: profiles.ActorSeen) -> dict[str, Any]:
+    identity = seen.identity
+    return {
         "object": "actor.identity",
         "id": identity.actor,
         "kind": identity.kind,
         "verified": identity.verified,
-        "verification": identities.verification_of(identity, actor),
-        "profile": None,
-        "contact_policy": None,
+        "verification": identities.verification_of(identity, identity.actor),
+        "profile": None if seen.profile is None else profile_routes.render(seen.profile),
+        "contact_policy": render_policy(identity) if seen.shows_policy else None,
     }
-    if identities.shows_profile(principal, identity):
-        (shown,) = await profiles.shown(rt, [actor])
-        answer["profile"] = profile_routes.render(shown)
-    if identities.shows_policy(principal, identity):
-        answer["contact_policy"] = render_policy(identity)
-    return FastJSONResponse(answer)
 
 
 async def _put_policy(rt: Runtime, principal: Principal, actor: str, body: ContactPolicyInput) -> FastJSONResponse:
@@ -111,7 +105,7 @@ async def put_contact_policy(
     summary="Who an actor is: its kind and what proves it",
 )
 async def get_actor(actor_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    return await _identity(rt, principal, actor_id)
+    return FastJSONResponse(render_actor(await profiles.actor_seen(rt, principal, actor_id)))
 
 
 def _origin(request: Request) -> str:

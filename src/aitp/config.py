@@ -79,6 +79,12 @@ class Settings:
     # and per client address (in-process), the origin proofs are made for (None: the request's own)
     contact_policy: str = "verified"
     new_threads_per_hour: int = 1000
+    # several agents in one thread (aitp.services.turns): messages agents may post in a row with no person's (0: no
+    # limit; a thread's creator may set its own), and one agent's messages per minute in one thread, in bursts of
+    # `agent_burst` (0: no limit; counted in this process)
+    turn_budget: int = 20
+    agent_messages_per_minute: float = 30.0
+    agent_burst: int = 10
     sign_in_kinds: tuple[str, ...] = ("domain", "near")
     sign_in_challenge_seconds: float = 300.0
     sign_in_token_hours: float = 24.0
@@ -92,6 +98,10 @@ class Settings:
     identity_timeout: float = 5.0
     # a named NEAR account's full-access keys are looked up through this JSON-RPC endpoint
     near_rpc_url: str = "https://rpc.mainnet.near.org"
+    # roles (aitp.services.messages): a message's role is derived from its author (the creator and the persons it
+    # marks speak as `user`, every other actor as `assistant`); a client that claims another has it replaced and
+    # is told so, or, when this is on, is refused (400 `role_mismatch`)
+    strict_roles: bool = False
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -161,6 +171,19 @@ class Settings:
             a2a_root_agent=env.get("AITP_A2A_ROOT_AGENT") or None,
             contact_policy=_choice("AITP_CONTACT_POLICY", env.get("AITP_CONTACT_POLICY") or cls.contact_policy),
             new_threads_per_hour=int(env.get("AITP_NEW_THREADS_PER_HOUR") or cls.new_threads_per_hour),
+            turn_budget=int(
+                _number("AITP_TURN_BUDGET", env.get("AITP_TURN_BUDGET") or cls.turn_budget, 0, 1e6, low_allowed=True)
+            ),
+            agent_messages_per_minute=_number(
+                "AITP_AGENT_MESSAGES_PER_MINUTE",
+                env.get("AITP_AGENT_MESSAGES_PER_MINUTE") or cls.agent_messages_per_minute,
+                0,
+                1e6,
+                low_allowed=True,
+            ),
+            agent_burst=int(
+                _number("AITP_AGENT_BURST", env.get("AITP_AGENT_BURST") or cls.agent_burst, 1, 1e6, low_allowed=True)
+            ),
             sign_in_kinds=_kinds(env.get("AITP_SIGN_IN_KINDS"), cls.sign_in_kinds),
             sign_in_challenge_seconds=_number(
                 "AITP_SIGN_IN_CHALLENGE_SECONDS",
@@ -187,6 +210,7 @@ class Settings:
             identity_max_bytes=int(env.get("AITP_IDENTITY_MAX_BYTES") or cls.identity_max_bytes),
             identity_timeout=float(env.get("AITP_IDENTITY_TIMEOUT") or cls.identity_timeout),
             near_rpc_url=env.get("AITP_NEAR_RPC_URL") or cls.near_rpc_url,
+            strict_roles=_flag("AITP_STRICT_ROLES", env.get("AITP_STRICT_ROLES")),
         )
 
     def with_overrides(self, **changes: Any) -> Settings:
@@ -234,3 +258,14 @@ def _unknown_policy(value: str) -> Literal["reject", "accept"]:
     if value not in ("reject", "accept"):
         raise ValueError(f"AITP_UNKNOWN_CAPABILITIES must be 'reject' or 'accept', not {value!r}")
     return "accept" if value == "accept" else "reject"
+
+
+def _flag(name: str, value: str | None) -> bool:
+    """An on/off setting: 1/true/yes/on or 0/false/no/off (unset or empty: off); anything else is refused, so a
+    misspelt "ture" cannot leave a deployment silently lax."""
+    word = (value or "").strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("", "0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, not {value!r}")

@@ -10,6 +10,7 @@ back by each binding, which renders it in its own wire shape.
 | thread.actor.left                          | {"id": the actor's id}                           |
 | thread.capabilities.updated                | {"capabilities": [...], "unknown": [...]}        |
 | thread.message.refused                     | the refusal (see `services.messages`)            |
+| thread.paused, thread.resumed              | {"thread_id", "turn_budget", "actor"} (`services.turns`) |
 
 Records are stored as plain JSON objects of their fields. Stores written before this module existed hold
 OpenAI Threads objects instead; those carry an `object` key, which no record here has (`written_before`).
@@ -28,7 +29,18 @@ def written_before(data: dict[str, Any]) -> bool:
 
 
 # The fields each record is stored with (a record's own bookkeeping, such as seq, is not part of it).
-THREAD_FIELDS = ("id", "created_at", "creator", "metadata", "parent_id", "tool_resources")
+THREAD_FIELDS = (
+    "id",
+    "created_at",
+    "creator",
+    "metadata",
+    "parent_id",
+    "tool_resources",
+    "turn_budget",
+    "persons",
+    "agent_turns",
+    "paused",
+)
 MESSAGE_FIELDS = ("id", "thread_id", "created_at", "actor", "role", "content", "attachments", "metadata", "aitp")
 ACTOR_FIELDS = ("thread_id", "id", "client_id", "capabilities", "joined_at")
 
@@ -66,3 +78,9 @@ def actor_of(data: dict[str, Any]) -> tuple[ActorRecord, str]:
 
 def removed_payload(object_id: str) -> dict[str, Any]:
     return {"id": object_id}
+
+
+def turns_payload(thread_id: str, turn_budget: int, actor: str) -> dict[str, Any]:
+    """`thread.paused`: the agent whose message used the last turn ("" when the creator lowered the budget);
+    `thread.resumed`: the person whose message resumed it ("" when the creator raised the budget)."""
+    return {"thread_id": thread_id, "turn_budget": turn_budget, "actor": actor}

@@ -19,9 +19,10 @@ VIEW_TTL = 1.0
 MAX_VIEWS = 10_000
 
 
-def role_of(actor_id: str, thread_creator: str) -> str:
-    """AITP: the thread's creator speaks as `user`, every other actor as `assistant`."""
-    return "user" if actor_id == thread_creator else "assistant"
+def role_of(actor_id: str, thread: ThreadRecord) -> str:
+    """AITP: persons (the thread's creator, and the actors it marked as persons) speak as `user`, every other
+    actor as `assistant`."""
+    return "user" if actor_id == thread.creator or actor_id in thread.persons else "assistant"
 
 
 @dataclass

@@ -37,7 +37,7 @@ async def put_actor(
             param="id",
         )
     (record,) = actor_records(thread_id, [body], now(), "")
-    role = role_of(record.id, view.thread.creator)
+    role = role_of(record.id, view.thread)
 
     def event(actor: ActorRecord, joined: bool) -> NewEvent:
         kind = "thread.actor.joined" if joined else "thread.actor.updated"

@@ -12,13 +12,14 @@ from aitp.errors import InvalidRequest, PermissionDenied, message_not_found, par
 from aitp.events import payloads
 from aitp.ids import new_id
 from aitp.inputs import limits
-from aitp.inputs.shapes import check_attachments, check_metadata, normalize_content
+from aitp.inputs.shapes import MAX_METADATA_VALUE, check_attachments, check_metadata, normalize_content
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
+from aitp.services import addressing, turns
 from aitp.services.access import ThreadView, acting_actor, readable_thread, role_of
 from aitp.services.paging import cursor_page
 from aitp.services.requests import NewMessage
-from aitp.store.base import AuthorNotMember, DuplicateRef, MessageRecord, NewEvent, Order
+from aitp.store.base import AuthorNotMember, DuplicateRef, MessageRecord, NewEvent, Order, TurnBudgetExhausted
 
 
 def not_a_member(actor: str, param: str) -> InvalidRequest:
@@ -29,6 +30,35 @@ def not_a_member(actor: str, param: str) -> InvalidRequest:
     )
 
 
+def role_mismatch(actor: str, role: str, claimed: str, param: str) -> InvalidRequest:
+    if claimed not in ("user", "assistant"):
+        said = f"'{claimed}' is not a role an aitp author speaks as"
+    else:
+        said = f"'{actor}' speaks as '{role}' in this thread, not '{claimed}'"
+    return InvalidRequest(
+        f"Invalid 'role': {said} (the thread's creator and the actors it marks as persons speak as 'user', every"
+        " other actor as 'assistant'; this server refuses a role that differs instead of replacing it).",
+        param=param,
+        code="role_mismatch",
+    )
+
+
+def _recipients(view: ThreadView, value: Any, param: str) -> str:
+    """`metadata.to` as stored, every actor it names a member of the thread."""
+    named = addressing.read_to(value, param)
+    for i, actor in enumerate(named):
+        if view.member(actor) is None:
+            raise InvalidRequest(
+                f"'{param}' names '{actor}', which is not a member of this thread.",
+                param=f"{param}[{i}]",
+                code="actor_not_member",
+            )
+    encoded = addressing.encode_to(named)
+    if len(encoded) > MAX_METADATA_VALUE:
+        raise InvalidRequest(f"'{param}' is too long as metadata.", param=param, code="string_too_long")
+    return encoded
+
+
 class _Fields(NamedTuple):
     """The `param` of each field of a message, for refusals."""
 
@@ -36,6 +66,7 @@ class _Fields(NamedTuple):
     content: str
     attachments: str
     metadata: str
+    to: str
 
 
 @functools.lru_cache(maxsize=256)
@@ -46,6 +77,7 @@ def _fields_of(param: str) -> _Fields:
         param_path(param, ["content"]),
         param_path(param, ["attachments"]),
         param_path(param, ["metadata"]),
+        param_path(param, ["metadata", addressing.TO]),
     )
 
 
@@ -60,10 +92,16 @@ def build_message(
     if view.member(actor) is None:
         raise not_a_member(actor, where.actor)
     # The role is derived from the author whatever the client sent: generic OpenAI-SDK tools always send
-    # "user", and an agent of another owner must not be refused for it (the response shows the role kept).
-    role = role_of(actor, view.thread.creator)
+    # "user", and an agent of another owner must not be refused for it (the response shows the role kept);
+    # a deployment may refuse a claim that differs instead (AITP_STRICT_ROLES).
+    role = role_of(actor, view.thread)
+    if body.role is not None and body.role != role and rt.settings.strict_roles:
+        raise role_mismatch(actor, role, body.role, param_path(param, ["role"]))
+    to = metadata.pop(addressing.TO, None)
     content = normalize_content(body.content, where.content)
     attachments = check_attachments(body.attachments, where.attachments)
+    if to is not None:
+        metadata[addressing.TO] = _recipients(view, to, where.to)
     metadata = check_metadata(metadata, where.metadata)
     aitp, parts = check_parts(
         rt.registry,
@@ -108,6 +146,7 @@ async def create_message(rt: Runtime, principal: Principal, thread_id: str, body
     view = await readable_thread(rt, principal, thread_id, recent=True)  # the hot path: ~10% of a POST
     created_at = now()
     record, done = await _prepared(rt, principal, view, body, created_at)
+    turns.count_agent_message(rt, view.thread, record.actor)
     await _append(rt, principal, [record], done, created_at)
     return record
 
@@ -125,6 +164,8 @@ async def create_messages(
         record, correlation = await _prepared(rt, principal, view, body, created_at, f"{param}[{i}]")
         records.append(record)
         done.extend(correlation)
+    for record in records:
+        turns.count_agent_message(rt, view.thread, record.actor)
     await _append(rt, principal, records, done, created_at)
     return records
 
@@ -151,9 +192,11 @@ async def _append(
     thread_id = records[0].thread_id
     messages = [(r, NewEvent("thread.message.created", payloads.message_payload(r), created_at)) for r in records]
     try:
-        stored = await rt.store.append_messages(thread_id, messages, done.refs, done.releases)
+        stored = await rt.store.append_messages(thread_id, messages, done.refs, done.releases, turns.rule(rt))
     except DuplicateRef as exc:
         raise done.conflict(exc) from None
+    except TurnBudgetExhausted as exc:
+        raise turns.exhausted(thread_id, exc) from None
     except AuthorNotMember as exc:  # removed since the actors were read (here or by another process)
         if not principal.admin:
             raise thread_not_found(thread_id) from None  # what a non-member is told about a thread

@@ -26,6 +26,7 @@ class NewMessage(BaseModel):
     content: str | list[Any]
     attachments: list[dict[str, Any]] | None = None
     metadata: dict[str, Any] | None = None
+    role: str | None = None  # the role the client claimed (the stored one is derived: `services.messages`)
 
 
 class ActorDeclaration(BaseModel):
@@ -51,11 +52,13 @@ class NewThread(BaseModel):
 
 class ThreadChanges(BaseModel):
     """What to replace in a thread: its metadata and/or, when the field is given (even as null), its
-    tool_resources. Nothing given changes nothing."""
+    tool_resources, and (its creator only) its `turns`: `budget` (an integer, 0 for no limit, or null for the
+    server's default) and/or `persons` (actor ids that speak as persons). Nothing given changes nothing."""
 
     model_config = ConfigDict(extra="forbid")
     metadata: dict[str, Any] | None = None
     tool_resources: dict[str, Any] | None = None
+    turns: dict[str, Any] | None = None
 
 
 class NewCapabilityVersion(BaseModel):

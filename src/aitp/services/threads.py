@@ -25,7 +25,7 @@ from aitp.inputs import limits
 from aitp.inputs.shapes import check_metadata
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
-from aitp.services import identities
+from aitp.services import identities, turns
 from aitp.services import messages as message_service
 from aitp.services.access import ThreadView, readable_thread, thread_views
 from aitp.services.paging import cursor_page
@@ -237,9 +237,11 @@ async def modify_thread(rt: Runtime, principal: Principal, thread_id: str, body:
         if body.tool_resources is not None:
             limits.check_depth(body.tool_resources, rt.settings.max_json_depth, "tool_resources")
         changes["tool_resources"] = body.tool_resources
+    if body.turns is not None:
+        changes.update(turns.turn_changes(principal, view.thread, body.turns))
     if not changes:
         return view.thread, view.actors
-    result = await rt.store.update_thread(thread_id, changes, _thread_updated)
+    result = await rt.store.update_thread(thread_id, changes, _thread_updated, turns.rule(rt))
     if result is None:
         raise thread_not_found(thread_id)
     return payloads.thread_of(result[1].data)  # the actors as they were in the write

@@ -40,6 +40,8 @@ from aitp.store.records import (
     ThreadEventRenderer,
     ThreadRecord,
     TooManyActors,
+    TurnBudgetExhausted,
+    TurnRule,
 )
 from aitp.store.transaction import Body, Tx
 from aitp.store.webhooks import WebhookStore
@@ -64,7 +66,11 @@ __all__ = [
     "ThreadEventRenderer",
     "ThreadRecord",
     "TooManyActors",
+    "TurnBudgetExhausted",
+    "TurnRule",
 ]
+
+PERSON_ROLE = "user"  # the role of persons' messages: the thread's creator and the actors it marked
 
 T = TypeVar("T")
 
@@ -155,14 +161,21 @@ class Store(abc.ABC):
         return await self._commit(thread.id, body, shared=True)
 
     async def update_thread(
-        self, thread_id: str, changes: dict[str, Any], render: ThreadEventRenderer
+        self,
+        thread_id: str,
+        changes: dict[str, Any],
+        render: ThreadEventRenderer,
+        turn_rule: TurnRule | None = None,
     ) -> tuple[ThreadRecord, EventRecord] | None:
-        """Set `metadata` and/or `tool_resources`; `render` builds the event from the state after the write."""
+        """Set `metadata`, `tool_resources`, `turn_budget` and/or `persons`; `render` builds the event from the
+        state after the write. A changed budget pauses or resumes the thread (`turn_rule`'s event, before it)."""
 
         async def body(tx: Tx) -> tuple[ThreadRecord, EventRecord] | None:
             thread = await tx.update_thread(thread_id, changes)
             if thread is None:
                 return None
+            if turn_rule is not None and "turn_budget" in changes:
+                await _budget_changed(tx, thread, turn_rule)  # its event first: the update shows the outcome
             event = await tx.append_event(thread_id, render(thread, await tx.actors(thread_id)))
             thread.last_seq = event.seq
             return thread, event
@@ -263,12 +276,16 @@ class Store(abc.ABC):
         messages: Sequence[tuple[MessageRecord, NewEvent]],
         refs: Sequence[CapabilityRef] = (),
         releases: Sequence[RefRelease] = (),
+        turn_rule: TurnRule | None = None,
     ) -> list[EventRecord] | None:
         """Several messages of one thread, each with its event, in one write: all or none (see
-        `append_message`)."""
+        `append_message`). With a `turn_rule`, agents' messages (any role but `user`) count turns: the one
+        that uses the thread's last turn pauses it (its event, then the rule's `paused` event), a person's
+        resumes it, and an agent's on a paused thread raises TurnBudgetExhausted, writing nothing."""
 
         async def body(tx: Tx) -> list[EventRecord] | None:
-            if not await tx.thread_is_live(thread_id):
+            turns = await tx.turns(thread_id)
+            if turns is None:
                 return None
             for author in dict.fromkeys(message.actor for message, _ in messages):
                 if not await tx.is_member(thread_id, author):
@@ -277,7 +294,9 @@ class Store(abc.ABC):
                 if not await tx.release_ref(release):
                     raise DuplicateRef(release.kind, release.ref_id)
             await _insert_refs(tx, refs)
-            return [await _append_message(tx, message, event) for message, event in messages]
+            if turn_rule is None:
+                return [await _append_message(tx, message, event) for message, event in messages]
+            return await _append_counting_turns(tx, thread_id, messages, turn_rule, turns)
 
         # appends are the most frequent write: they may share a commit (SQLite's group commit)
         return await self._commit(thread_id, body, thread_changed=False, shared=True)
@@ -444,6 +463,46 @@ async def _append_message(tx: Tx, message: MessageRecord, event: NewEvent) -> Ev
     message.seq = stored.seq
     await tx.insert_message(message)
     return stored
+
+
+async def _append_counting_turns(
+    tx: Tx,
+    thread_id: str,
+    messages: Sequence[tuple[MessageRecord, NewEvent]],
+    rule: TurnRule,
+    turns: tuple[int | None, int, bool],
+) -> list[EventRecord]:
+    own, count, paused = turns
+    budget = rule.default if own is None else own
+    before = (count, paused)
+    events: list[EventRecord] = []
+    for message, event in messages:
+        if message.role == PERSON_ROLE:
+            if paused:
+                await tx.append_event(thread_id, rule.resumed(thread_id, budget, message.actor))
+            count, paused = 0, False
+            events.append(await _append_message(tx, message, event))
+            continue
+        if paused or (budget and count >= budget):
+            raise TurnBudgetExhausted(budget, count)
+        count += 1
+        events.append(await _append_message(tx, message, event))
+        if budget and count >= budget:
+            paused = True
+            await tx.append_event(thread_id, rule.paused(thread_id, budget, message.actor))
+    if (count, paused) != before:
+        await tx.set_turns(thread_id, count, paused)
+    return events
+
+
+async def _budget_changed(tx: Tx, thread: ThreadRecord, rule: TurnRule) -> None:
+    """A thread whose budget changed is paused or resumed as its count now says (with the event)."""
+    budget = rule.default if thread.turn_budget is None else thread.turn_budget
+    paused = bool(budget) and thread.agent_turns >= budget
+    if paused != thread.paused:
+        thread.paused = paused
+        await tx.set_turns(thread.id, thread.agent_turns, paused)
+        await tx.append_event(thread.id, (rule.paused if paused else rule.resumed)(thread.id, budget, ""))
 
 
 async def _follow_up(tx: Tx, thread_id: str, follow_up: MembershipFollowUp | None, before: list[ActorRecord]) -> None:

@@ -22,6 +22,15 @@ class ThreadRecord:
     parent_id: str | None = None
     tool_resources: dict[str, Any] | None = None
     last_seq: int = 0
+    # the turn budget (services.turns): agents' messages allowed in a row with no person's (None: the
+    # deployment's default, 0: no limit), the actors the creator marked as persons, and the count so far
+    turn_budget: int | None = None
+    persons: list[str] = field(default_factory=list)
+    agent_turns: int = 0
+    paused: bool = False
+
+    def __post_init__(self) -> None:
+        self.paused = bool(self.paused)  # SQLite gives 0/1
 
 
 @dataclass
@@ -93,6 +102,27 @@ class AuthorNotMember(Exception):
     def __init__(self, actor: str) -> None:
         super().__init__(f"{actor!r} is not an actor of the thread")
         self.actor = actor
+
+
+class TurnBudgetExhausted(Exception):
+    """An append of an agent's message to a thread whose agents used their turns: `budget` in a row with no
+    message from a person (the thread is paused until one writes, or its creator raises the budget)."""
+
+    def __init__(self, budget: int, agent_turns: int) -> None:
+        super().__init__(f"agents posted {agent_turns} messages in a row (budget {budget})")
+        self.budget = budget
+        self.agent_turns = agent_turns
+
+
+@dataclass(frozen=True)
+class TurnRule:
+    """How an append counts turns: `default` is the budget of a thread with none of its own (0: no limit);
+    `paused` renders the event of a thread whose agents just used their last turn (thread, budget, the
+    agent), `resumed` the event of one a person's message resumes (thread, budget, the person)."""
+
+    default: int
+    paused: Callable[[str, int, str], NewEvent]
+    resumed: Callable[[str, int, str], NewEvent]
 
 
 class TooManyActors(Exception):

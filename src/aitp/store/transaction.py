@@ -41,7 +41,15 @@ class Tx(abc.ABC):
 
     @abc.abstractmethod
     async def update_thread(self, thread_id: str, changes: dict[str, Any]) -> ThreadRecord | None:
-        """Set the `metadata` and/or `tool_resources` in `changes`; the live thread after it, or None."""
+        """Set the `metadata`, `tool_resources`, `turn_budget` and/or `persons` in `changes`; the live thread
+        after it, or None."""
+
+    @abc.abstractmethod
+    async def turns(self, thread_id: str) -> tuple[int | None, int, bool] | None:
+        """(its own turn budget, agents' messages in a row, paused) of a live thread; None if there is none."""
+
+    @abc.abstractmethod
+    async def set_turns(self, thread_id: str, agent_turns: int, paused: bool) -> None: ...
 
     @abc.abstractmethod
     async def clear_thread(self, thread_id: str) -> None:

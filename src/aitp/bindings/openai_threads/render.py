@@ -16,12 +16,12 @@ from aitp.store.base import ActorRecord, EventRecord, MessageRecord, ThreadRecor
 from aitp.store.keys import KeyRecord
 
 
-def actor(record: ActorRecord, creator: str) -> dict[str, Any]:
-    return actor_in_role(record, role_of(record.id, creator))
+def actor(record: ActorRecord, thread: ThreadRecord) -> dict[str, Any]:
+    return actor_in_role(record, role_of(record.id, thread))
 
 
 def actor_list(thread: ThreadRecord, actors: list[ActorRecord]) -> dict[str, Any]:
-    return {"object": "list", "data": [actor(a, thread.creator) for a in actors]}
+    return {"object": "list", "data": [actor(a, thread) for a in actors]}
 
 
 def actor_in_role(record: ActorRecord, role: str) -> dict[str, Any]:
@@ -42,8 +42,14 @@ def thread(record: ThreadRecord, actors: list[ActorRecord]) -> dict[str, Any]:
         "created_at": record.created_at,
         "tool_resources": record.tool_resources,
         "metadata": t01_metadata(record, actors),
-        "actors": [actor(a, record.creator) for a in actors],
+        "actors": [actor(a, record) for a in actors],
         "parent_id": record.parent_id,
+        "turns": {
+            "budget": record.turn_budget,
+            "persons": record.persons,
+            "agent_turns": record.agent_turns,
+            "paused": record.paused,
+        },
     }
 
 

@@ -24,6 +24,7 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "inbox-event": (models.InboxEvent, "serialization"),
     "inbox-event-list": (models.InboxEventList, "serialization"),
     "message-refusal": (models.MessageRefusal, "serialization"),
+    "turns-change": (models.TurnsChange, "serialization"),
     "thread-list": (models.ListPage[models.Thread], "serialization"),
     "message-list": (models.ListPage[models.Message], "serialization"),
     "actor-list": (models.ActorList, "serialization"),

@@ -22,6 +22,9 @@ from aitp.store.mongo.documents import (
 )
 from aitp.store.transaction import Tx
 
+THREAD_CHANGES = ("metadata", "tool_resources", "turn_budget", "persons")
+TURN_FIELDS = {"turn_budget": 1, "agent_turns": 1, "paused": 1}
+
 
 class MongoTx(Tx):
     """The primitives in a session's transaction. Writers of one thread all update its document (`last_seq`),
@@ -61,11 +64,22 @@ class MongoTx(Tx):
     async def update_thread(self, thread_id: str, changes: dict[str, Any]) -> ThreadRecord | None:
         doc = await self.db.threads.find_one_and_update(
             {"_id": thread_id, "deleted": False},
-            {"$set": {k: v for k, v in changes.items() if k in ("metadata", "tool_resources")}},
+            {"$set": {k: v for k, v in changes.items() if k in THREAD_CHANGES}},
             return_document=ReturnDocument.AFTER,
             session=self.session,
         )
         return None if doc is None else thread_record(doc)
+
+    async def turns(self, thread_id: str) -> tuple[int | None, int, bool] | None:
+        live = {"_id": thread_id, "deleted": False}
+        doc = await self.db.threads.find_one(live, TURN_FIELDS, session=self.session)
+        if doc is None:
+            return None
+        return doc.get("turn_budget"), doc.get("agent_turns") or 0, bool(doc.get("paused"))
+
+    async def set_turns(self, thread_id: str, agent_turns: int, paused: bool) -> None:
+        turns = {"$set": {"agent_turns": agent_turns, "paused": paused}}
+        await self.db.threads.update_one({"_id": thread_id}, turns, session=self.session)
 
     async def clear_thread(self, thread_id: str) -> None:
         tombstone = {"$set": {"deleted": True, "metadata": {}, "tool_resources": None}}

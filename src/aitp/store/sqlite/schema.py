@@ -23,7 +23,11 @@ CREATE TABLE IF NOT EXISTS threads (
     parent_id TEXT,
     tool_resources TEXT,
     last_seq INTEGER NOT NULL DEFAULT 0,
-    deleted INTEGER NOT NULL DEFAULT 0
+    deleted INTEGER NOT NULL DEFAULT 0,
+    turn_budget INTEGER,
+    persons TEXT NOT NULL DEFAULT '[]',
+    agent_turns INTEGER NOT NULL DEFAULT 0,
+    paused INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS thread_actors (
     thread_id TEXT NOT NULL,
@@ -139,8 +143,19 @@ CREATE TABLE IF NOT EXISTS a2a_agents (
     capabilities TEXT NOT NULL,
     card_url TEXT,
     updated_at INTEGER NOT NULL,
-    cursor INTEGER NOT NULL
+    cursor INTEGER NOT NULL,
+    reply_policy TEXT NOT NULL DEFAULT 'addressed',
+    credentials TEXT
 );
+-- A remote A2A agent's work per thread: its context there and the task waiting for input (store/a2a.py).
+CREATE TABLE IF NOT EXISTS a2a_remote_tasks (
+    actor TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    task_id TEXT,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (actor, thread_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS a2a_contexts (
     caller TEXT NOT NULL,
     agent TEXT NOT NULL,
@@ -188,7 +203,15 @@ def _reader(record: type[R], *, json: Collection[str] = (), columns: Mapping[str
     return read
 
 
-thread_record = _reader(ThreadRecord, json=("metadata", "tool_resources"))
+thread_record = _reader(ThreadRecord, json=("metadata", "tool_resources", "persons"))
+# the threads table's columns added since its first version, each with its definition (`ALTER TABLE` on a store
+# written before)
+THREAD_COLUMNS_ADDED = {
+    "turn_budget": "INTEGER",
+    "persons": "TEXT NOT NULL DEFAULT '[]'",
+    "agent_turns": "INTEGER NOT NULL DEFAULT 0",
+    "paused": "INTEGER NOT NULL DEFAULT 0",
+}
 actor_record = _reader(ActorRecord, json=("capabilities",), columns={"id": "actor_id"})
 message_record = _reader(MessageRecord, json=("content", "attachments", "metadata", "aitp"))
 event_record = _reader(EventRecord, json=("data",))

@@ -19,6 +19,7 @@ from aitp.store.base import (
     threads_of,
 )
 from aitp.store.sqlite.a2a import SQLiteA2A
+from aitp.store.sqlite.a2a import upgrade as upgrade_a2a
 from aitp.store.sqlite.capabilities import SQLiteCapabilities
 from aitp.store.sqlite.codes import SQLiteCodes
 from aitp.store.sqlite.engine import DEFAULT_SYNCHRONOUS, SYNCHRONOUS_MODES, SQLiteEngine
@@ -30,6 +31,7 @@ from aitp.store.sqlite.profiles import SQLiteProfiles
 from aitp.store.sqlite.schema import (
     AUDIENCE_TO_MEMBERSHIPS,
     SCHEMA,
+    THREAD_COLUMNS_ADDED,
     event_record,
     message_record,
     ref_record,
@@ -87,10 +89,28 @@ def _key_expiry_column(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS api_keys_expires_at ON api_keys (expires_at)")
 
 
+def _webhook_messages_column(conn: sqlite3.Connection) -> None:
+    """Once, on a store written before webhooks chose their messages: its endpoints take all of them."""
+    columns = {row["name"] for row in conn.execute("PRAGMA table_info(webhook_endpoints)")}
+    if "messages" not in columns:
+        conn.execute("ALTER TABLE webhook_endpoints ADD COLUMN messages TEXT NOT NULL DEFAULT 'all'")
+
+
+def _thread_turn_columns(conn: sqlite3.Connection) -> None:
+    """Once, on a store written before turn budgets: its threads take the default budget, no turns used."""
+    columns = {row["name"] for row in conn.execute("PRAGMA table_info(threads)")}
+    for name, definition in THREAD_COLUMNS_ADDED.items():
+        if name not in columns:
+            conn.execute(f"ALTER TABLE threads ADD COLUMN {name} {definition}")
+
+
 def _upgrade(conn: sqlite3.Connection) -> None:
     _audience_to_memberships(conn)
     _key_expiry_column(conn)
+    _thread_turn_columns(conn)
+    _webhook_messages_column(conn)
     create_identities(conn)
+    upgrade_a2a(conn)
 
 
 class SQLiteStore(Store):

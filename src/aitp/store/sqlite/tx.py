@@ -72,15 +72,26 @@ class SQLiteTx(Tx):
         )
 
     async def update_thread(self, thread_id: str, changes: dict[str, Any]) -> ThreadRecord | None:
-        for column in ("metadata", "tool_resources"):
+        for column in ("metadata", "tool_resources", "turn_budget", "persons"):
             if column in changes:
                 value = changes[column]
                 self.conn.execute(
                     f"UPDATE threads SET {column} = ? WHERE id = ? AND deleted = 0",
-                    (None if value is None else dumps(value), thread_id),
+                    (value if value is None or isinstance(value, int) else dumps(value), thread_id),
                 )
         row = live_thread(self.conn, thread_id)
         return None if row is None else thread_record(row)
+
+    async def turns(self, thread_id: str) -> tuple[int | None, int, bool] | None:
+        row = self.conn.execute(
+            "SELECT turn_budget, agent_turns, paused FROM threads WHERE id = ? AND deleted = 0", (thread_id,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1], bool(row[2]))
+
+    async def set_turns(self, thread_id: str, agent_turns: int, paused: bool) -> None:
+        self.conn.execute(
+            "UPDATE threads SET agent_turns = ?, paused = ? WHERE id = ?", (agent_turns, int(paused), thread_id)
+        )
 
     async def clear_thread(self, thread_id: str) -> None:
         conn = self.conn

@@ -15,7 +15,14 @@ from aitp.bindings.openai_threads.models.capabilities import (
     ThreadCapabilities,
 )
 from aitp.bindings.openai_threads.models.common import DeletedObject, ErrorBody, ErrorResponse, ListPage
-from aitp.bindings.openai_threads.models.events import Event, EventList, InboxEvent, InboxEventList, MessageRefusal
+from aitp.bindings.openai_threads.models.events import (
+    Event,
+    EventList,
+    InboxEvent,
+    InboxEventList,
+    MessageRefusal,
+    TurnsChange,
+)
 from aitp.bindings.openai_threads.models.keys import ApiKey, ApiKeyList, CreatedApiKey, CreateKeyRequest, Identity
 from aitp.bindings.openai_threads.models.messages import CreateMessageRequest, Message, ModifyMessageRequest
 from aitp.bindings.openai_threads.models.threads import (
@@ -28,6 +35,7 @@ from aitp.bindings.openai_threads.models.threads import (
     RangeDeclaration,
     SchemaDeclaration,
     Thread,
+    ThreadTurns,
 )
 
 __all__ = [
@@ -59,9 +67,11 @@ __all__ = [
     "ListPage",
     "Message",
     "MessageRefusal",
+    "TurnsChange",
     "ModifyMessageRequest",
     "ModifyThreadRequest",
     "RangeDeclaration",
     "SchemaDeclaration",
     "Thread",
+    "ThreadTurns",
 ]

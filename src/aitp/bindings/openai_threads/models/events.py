@@ -18,6 +18,8 @@ EventType = Literal[
     "thread.message.deleted",
     "thread.message.refused",
     "thread.capabilities.updated",
+    "thread.paused",
+    "thread.resumed",
 ]
 
 
@@ -49,6 +51,18 @@ class InboxEventList(BaseModel):
     data: list[InboxEvent]
     last_cursor: int
     has_more: bool
+
+
+class TurnsChange(BaseModel):
+    """`data` of a `thread.paused` event (agents used their turns: their posts are refused 429
+    `turn_budget_exhausted` until a person writes) and of a `thread.resumed` event."""
+
+    thread_id: str
+    turn_budget: int = Field(description="The budget that applies: agents' messages in a row with no person's.")
+    actor: str = Field(
+        description="paused: the agent whose message used the last turn; resumed: the person whose message"
+        " resumed it; empty when the thread's creator changed the budget."
+    )
 
 
 class MessageRefusal(BaseModel):

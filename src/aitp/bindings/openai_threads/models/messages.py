@@ -66,8 +66,10 @@ class Message(BaseModel):
 class CreateMessageRequest(NewMessage):
     """`content` is a string, an array of strings (AITP) or an array of OpenAI content parts.
 
-    `role` is derived from the author (thread creator → user, others → assistant); a `user` or
-    `assistant` sent by the client is accepted and replaced by the derived role.
+    `role` is the role the client claims; the role kept is derived from the author (the thread's creator and
+    the actors it marks as persons → user, others → assistant), and the response's `role` shows it. By
+    default a claimed `user` or `assistant` that differs is replaced; with AITP_STRICT_ROLES it is refused
+    (400 `role_mismatch`, param `role`).
     """
 
     role: Literal["user", "assistant"] | None = None

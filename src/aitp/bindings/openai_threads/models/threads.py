@@ -43,8 +43,19 @@ class ActorInput(ActorDeclaration):
     """An actor to add to a thread, or its new capability list."""
 
 
+class ThreadTurns(BaseModel):
+    """How many messages agents may post in a row with no message from a person (AITP)."""
+
+    budget: int | None = Field(
+        description="The thread's own budget (0: no limit); null: the server's default (AITP_TURN_BUDGET)."
+    )
+    persons: list[str] = Field(description="Actors the creator marked as persons: they speak as user, as it does.")
+    agent_turns: int = Field(description="Agents' messages since the last message of a person.")
+    paused: bool = Field(description="Agents used their turns: their posts are refused until a person writes.")
+
+
 class Thread(BaseModel):
-    """An OpenAI Thread object plus the AITP `actors` and `parent_id` fields.
+    """An OpenAI Thread object plus the AITP `actors`, `parent_id` and `turns` fields.
 
     `metadata` holds only strings (OpenAI rule); it also carries `actors` (JSON-encoded) and
     `parent_id` so that clients that only read metadata see them, as AITP-T01 clients do.
@@ -57,6 +68,7 @@ class Thread(BaseModel):
     metadata: dict[str, str]
     actors: list[Actor]
     parent_id: str | None
+    turns: ThreadTurns
 
 
 class CreateThreadRequest(NewThread):

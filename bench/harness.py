@@ -92,12 +92,14 @@ def cpu_seconds(pid: int) -> float:
 
 
 # One key drives each benchmark's load (and holds a thousand sockets in fanout.py): per-key limits off.
-# per-key limits off, new threads uncounted, and the bench's actors (made by the admin: local) open threads with
+# per-key limits off, new threads and agents' turns uncounted, and the bench's actors (made by the admin: local) open threads with
 # each other as a business serving the public lets anyone (`AITP_CONTACT_POLICY`'s default refuses local callers)
 UNLIMITED = {
     "AITP_RATE_LIMIT": "0",
     "AITP_MAX_STREAMS_PER_KEY": "0",
     "AITP_NEW_THREADS_PER_HOUR": "0",
+    "AITP_TURN_BUDGET": "0",
+    "AITP_AGENT_MESSAGES_PER_MINUTE": "0",
     "AITP_CONTACT_POLICY": "anyone",
 }
 

@@ -38,10 +38,22 @@ async def test_a_sqlite_store_written_before_identities_opens_and_serves(tmp_pat
             headers={"Authorization": f"Bearer {expected['keys']['alice']}"},
         )
         thread = expected["thread"]
-        assert (await alice.get("/threads?order=asc")).json() == expected["answers"]["alice GET /threads"]
+        listed = (await alice.get("/threads?order=asc")).json()
+        # threads written before turn budgets: none used, the server's budget (a field added since)
+        for old in listed["data"]:
+            assert old.pop("turns") == {"budget": None, "persons": [], "agent_turns": 0, "paused": False}
+        assert listed == expected["answers"]["alice GET /threads"]
         assert (await alice.get(f"/threads/{thread}/actors")).json() == expected["answers"]["alice GET actors"]
         messages = (await alice.get(f"/threads/{thread}/messages?order=asc")).json()
         assert messages == expected["answers"]["alice GET messages"]
+        shop = httpx.AsyncClient(
+            transport=transport,
+            base_url="http://aitp.test/v1",
+            headers={"Authorization": f"Bearer {expected['keys']['shop']}"},
+        )
+        answered = await shop.post(f"/threads/{thread}/messages", json={"content": "still here"})
+        assert answered.status_code == 200, answered.text
+        assert (await alice.get(f"/threads/{thread}")).json()["turns"]["agent_turns"] == 1
         # and it serves on: carol, who never had a key, can still be named; a stranger cannot
         created = await alice.post("/threads", json={"actors": [{"id": "carol"}, {"id": "shop"}]})
         assert created.status_code == 200, created.text

@@ -384,6 +384,32 @@ def test_a_capability_message_i_cannot_read_shows_as_a_refusal_line(page: Page, 
     expect(line.locator("code")).to_have_text("request_decision · aitp-02-decisions 1.0.0")
 
 
+def test_agents_that_used_their_turns_show_as_waiting_until_i_write(page: Page, web_server: WebServer) -> None:
+    alice, shop, courier = unique("alice"), unique("shop"), unique("courier")
+    me = web_server.agent(alice)
+    agents = [web_server.agent(shop), web_server.agent(courier)]
+    thread = create_thread(me, actors=[{"id": shop}, {"id": courier}])
+    assert me.post(f"/threads/{thread['id']}", json={"turns": {"budget": 2}}).status_code == 200
+    open_ui(page, web_server, web_server.key_for(alice), thread["id"])
+
+    for agent in agents:
+        assert agent.post(f"/threads/{thread['id']}/messages", json={"content": "Shall I go on?"}).status_code == 200
+    line = page.locator(".system-line[data-event=paused]")
+    expect(line).to_have_text(
+        "The agents here sent 2 messages in a row, so they are waiting for a person. Write to let them go on."
+    )
+    refused = agents[0].post(f"/threads/{thread['id']}/messages", json={"content": "And on?"})
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "turn_budget_exhausted"
+
+    page.reload()  # a thread opened while paused says so too
+    expect(line).to_be_visible()
+    composer = page.get_by_label("Message", exact=True)
+    composer.fill("Yes, go on.")
+    composer.press("Enter")
+    expect(line).to_have_count(0)
+    assert agents[0].post(f"/threads/{thread['id']}/messages", json={"content": "On we go"}).status_code == 200
+
+
 def test_an_admin_link_posts_as_a_member_it_chooses(page: Page, web_server: WebServer) -> None:
     alice, shop = unique("alice"), unique("shop")
     web_server.known(alice)

@@ -29,6 +29,8 @@ const BY_CODE = {
   contact_refused: "They don't accept conversations from you here. They may accept verified accounts only.",
   display_name_taken: "That name belongs to a verified business or person. Choose another name.",
   too_many_threads: "You have started many conversations in a short time. Wait a while, then try again.",
+  turn_budget_exhausted: "The agents here are waiting for a person to write before they go on.",
+  agent_rate_limited: "That was a lot of messages in this conversation at once. Wait a moment, then try again.",
 };
 
 const BY_STATUS = {

@@ -105,6 +105,11 @@ export class ThreadView {
       case "thread.message.refused":
         this.#refused(event.data);
         break;
+      case "thread.paused":
+      case "thread.resumed":
+        this.thread = { ...this.thread, turns: { ...this.thread.turns, paused: event.type === "thread.paused" } };
+        this.#showPause(event.data);
+        break;
       case "thread.updated":
         this.thread = event.data;
         this.#renderHeader();
@@ -228,6 +233,26 @@ export class ThreadView {
     if (atEnd) this.#scrollToEnd();
   }
 
+  /**
+   * While agents wait for a person (they used their turns: the server refuses their posts), a status line at
+   * the end says so; a person's message (or the creator raising the budget) takes it away.
+   */
+  #showPause(turns) {
+    this.elements.log.querySelector(".system-line[data-event=paused]")?.remove();
+    if (!this.thread?.turns?.paused) return;
+    const atEnd = this.#nearEnd();
+    const budget = turns?.turn_budget ?? this.thread.turns.budget;
+    const said = budget ? `${budget} messages in a row` : "many messages in a row";
+    this.elements.log.append(
+      h(
+        "div",
+        { class: "system-line", role: "status", dataset: { event: "paused" } },
+        h("span", {}, `The agents here sent ${said}, so they are waiting for a person. Write to let them go on.`),
+      ),
+    );
+    if (atEnd) this.#scrollToEnd();
+  }
+
   #articleOf(id) {
     return this.elements.log.querySelector(`article[data-message-id="${CSS.escape(id)}"]`);
   }
@@ -240,6 +265,7 @@ export class ThreadView {
         ? this.messages.map((message) => messageView(message, this.ctx))
         : h("p", { class: "hint" }, "No messages yet. Say hello."),
     );
+    this.#showPause(null);
   }
 
   #renderHeader() {

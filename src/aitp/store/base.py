@@ -43,6 +43,7 @@ from aitp.store.records import (
     TurnBudgetExhausted,
     TurnRule,
 )
+from aitp.store.steps import add_follow_up, append_counting_turns, append_message, budget_changed, insert_refs
 from aitp.store.transaction import Body, Tx
 from aitp.store.webhooks import WebhookStore
 
@@ -70,7 +71,6 @@ __all__ = [
     "TurnRule",
 ]
 
-PERSON_ROLE = "user"  # the role of persons' messages: the thread's creator and the actors it marked
 
 T = TypeVar("T")
 
@@ -148,12 +148,12 @@ class Store(abc.ABC):
 
         async def body(tx: Tx) -> list[EventRecord]:
             await tx.insert_thread(thread, actors)
-            await _insert_refs(tx, refs)
+            await insert_refs(tx, refs)
             events = [await tx.append_event(thread.id, created)]
             for member in actors:
                 await tx.open_membership(thread.id, member.id, events[0].seq)
             for message, event in messages:
-                events.append(await _append_message(tx, message, event))
+                events.append(await append_message(tx, message, event))
             thread.last_seq = events[-1].seq
             return events
 
@@ -175,7 +175,7 @@ class Store(abc.ABC):
             if thread is None:
                 return None
             if turn_rule is not None and "turn_budget" in changes:
-                await _budget_changed(tx, thread, turn_rule)  # its event first: the update shows the outcome
+                await budget_changed(tx, thread, turn_rule)  # its event first: the update shows the outcome
             event = await tx.append_event(thread_id, render(thread, await tx.actors(thread_id)))
             thread.last_seq = event.seq
             return thread, event
@@ -229,7 +229,7 @@ class Store(abc.ABC):
             event = await tx.append_event(actor.thread_id, render(stored, existing is None))
             if existing is None:
                 await tx.open_membership(actor.thread_id, actor.id, event.seq)
-            await _follow_up(tx, actor.thread_id, follow_up, before)
+            await add_follow_up(tx, actor.thread_id, follow_up, before)
             return stored, event
 
         return await self._commit(actor.thread_id, body)
@@ -248,7 +248,7 @@ class Store(abc.ABC):
             await tx.free_seat(thread_id, len(before) - 1)
             stored = await tx.append_event(thread_id, event)
             await tx.close_memberships(thread_id, (actor_id,), stored.seq)  # it sees that it left, not after
-            await _follow_up(tx, thread_id, follow_up, before)
+            await add_follow_up(tx, thread_id, follow_up, before)
             return stored
 
         return await self._commit(thread_id, body)
@@ -293,10 +293,10 @@ class Store(abc.ABC):
             for release in releases:
                 if not await tx.release_ref(release):
                     raise DuplicateRef(release.kind, release.ref_id)
-            await _insert_refs(tx, refs)
+            await insert_refs(tx, refs)
             if turn_rule is None:
-                return [await _append_message(tx, message, event) for message, event in messages]
-            return await _append_counting_turns(tx, thread_id, messages, turn_rule, turns)
+                return [await append_message(tx, message, event) for message, event in messages]
+            return await append_counting_turns(tx, thread_id, messages, turn_rule, turns)
 
         # appends are the most frequent write: they may share a commit (SQLite's group commit)
         return await self._commit(thread_id, body, thread_changed=False, shared=True)
@@ -449,64 +449,3 @@ def threads_of(events: Iterable[tuple[str, str]]) -> dict[str, bool]:
     for thread_id, event_type in events:
         threads[thread_id] = threads.get(thread_id, False) or changes_thread(event_type)
     return threads
-
-
-async def _insert_refs(tx: Tx, refs: Sequence[CapabilityRef]) -> None:
-    for ref in refs:
-        if not await tx.insert_ref(ref):
-            raise DuplicateRef(ref.kind, ref.ref_id)
-
-
-async def _append_message(tx: Tx, message: MessageRecord, event: NewEvent) -> EventRecord:
-    """The message under its event's seq."""
-    stored = await tx.append_event(message.thread_id, event)
-    message.seq = stored.seq
-    await tx.insert_message(message)
-    return stored
-
-
-async def _append_counting_turns(
-    tx: Tx,
-    thread_id: str,
-    messages: Sequence[tuple[MessageRecord, NewEvent]],
-    rule: TurnRule,
-    turns: tuple[int | None, int, bool],
-) -> list[EventRecord]:
-    own, count, paused = turns
-    budget = rule.default if own is None else own
-    before = (count, paused)
-    events: list[EventRecord] = []
-    for message, event in messages:
-        if message.role == PERSON_ROLE:
-            if paused:
-                await tx.append_event(thread_id, rule.resumed(thread_id, budget, message.actor))
-            count, paused = 0, False
-            events.append(await _append_message(tx, message, event))
-            continue
-        if paused or (budget and count >= budget):
-            raise TurnBudgetExhausted(budget, count)
-        count += 1
-        events.append(await _append_message(tx, message, event))
-        if budget and count >= budget:
-            paused = True
-            await tx.append_event(thread_id, rule.paused(thread_id, budget, message.actor))
-    if (count, paused) != before:
-        await tx.set_turns(thread_id, count, paused)
-    return events
-
-
-async def _budget_changed(tx: Tx, thread: ThreadRecord, rule: TurnRule) -> None:
-    """A thread whose budget changed is paused or resumed as its count now says (with the event)."""
-    budget = rule.default if thread.turn_budget is None else thread.turn_budget
-    paused = bool(budget) and thread.agent_turns >= budget
-    if paused != thread.paused:
-        thread.paused = paused
-        await tx.set_turns(thread.id, thread.agent_turns, paused)
-        await tx.append_event(thread.id, (rule.paused if paused else rule.resumed)(thread.id, budget, ""))
-
-
-async def _follow_up(tx: Tx, thread_id: str, follow_up: MembershipFollowUp | None, before: list[ActorRecord]) -> None:
-    if follow_up is not None:
-        extra = follow_up(before, await tx.actors(thread_id))
-        if extra is not None:
-            await tx.append_event(thread_id, extra)

@@ -177,6 +177,22 @@ async def test_update_thread_metadata_and_delete(connect: Connect) -> None:
     assert (missing.value.code, missing.value.param) == ("thread_not_found", "thread_id")
 
 
+async def test_the_creator_sets_turns_and_an_agent_past_them_gets_rate_limited(connect: Connect) -> None:
+    user = await connect("user.near")
+    shop = await connect("shop.near")
+    thread = await user.create_thread(actors=["shop.near"])
+    updated = await user.update_thread(thread.id, turns={"budget": 1})
+    assert (updated.turns.budget, updated.turns.paused) == (1, False)
+    with pytest.raises(PermissionDenied) as denied:
+        await shop.update_thread(thread.id, turns={"budget": 5})
+    assert denied.value.code == "not_thread_creator"
+    await shop.create_message(thread.id, "one")
+    with pytest.raises(RateLimited) as paused:
+        await shop.create_message(thread.id, "two")
+    assert paused.value.code == "turn_budget_exhausted"
+    assert (await shop.get_thread(thread.id)).turns.paused is True
+
+
 # ----------------------------------------------------------------------------------------- messages
 
 

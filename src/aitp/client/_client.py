@@ -168,12 +168,16 @@ class AitpClient:
         *,
         metadata: Mapping[str, str] | None = None,
         tool_resources: Mapping[str, Any] | None = None,
+        turns: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
     ) -> Thread:
-        """Replace the thread's metadata (all of the caller's keys; `actors`/`parent_id` are the server's)."""
+        """Replace the thread's metadata (all of the caller's keys; `actors`/`parent_id` are the server's);
+        its creator may change its `turns`: `{"budget": 50, "persons": ["bob.near"]}` (`budget` None: the
+        server's default)."""
         body = _body(
             metadata=dict(metadata) if metadata is not None else None,
             tool_resources=dict(tool_resources) if tool_resources is not None else None,
+            turns=dict(turns) if turns is not None else None,
         )
         path = f"/threads/{segment(thread_id)}"
         return await self._http.call(Thread, "POST", path, json=body, idempotency_key=idempotency_key)

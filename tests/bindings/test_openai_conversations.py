@@ -136,3 +136,49 @@ async def test_a_page_after_a_deleted_cursor_item_continues(api: API) -> None:
     assert [m["content"][0]["text"]["value"] for m in threads_page.json()["data"]] == ["three"]
     bogus = await user.get(f"/conversations/{conversation_id}/items", params={"after": "msg_never"})
     assert error_of(bogus, 400)["code"] == "invalid_cursor"
+
+
+async def test_an_item_names_its_recipients_in_to_and_shows_them(api: API) -> None:
+    user, shop, conversation_id = await new_conversation(api)
+    items = [
+        {"role": "user", "content": "for the shop", "to": ["shop.near", "user.near"]},
+        {"role": "user", "content": "for anyone"},
+    ]
+    added = await user.post(f"/conversations/{conversation_id}/items", json={"items": items})
+    assert added.status_code == 200, added.text
+    named, unnamed = added.json()["data"]
+    assert named["to"] == ["shop.near", "user.near"]  # in the order given
+    assert "to" not in unnamed
+
+    listed = (await shop.get(f"/conversations/{conversation_id}/items", params={"order": "asc"})).json()["data"]
+    assert [i.get("to") for i in listed] == [["shop.near", "user.near"], None]
+    one = (await shop.get(f"/conversations/{conversation_id}/items/{named['id']}")).json()
+    assert one["to"] == ["shop.near", "user.near"]
+    # the same message on the Threads face: `metadata.to`, a JSON string as OpenAI metadata values are
+    message = (await shop.get(f"/threads/{conversation_id}/messages/{named['id']}")).json()
+    assert json.loads(message["metadata"]["to"]) == ["shop.near", "user.near"]
+
+    created = await user.post(
+        "/conversations",
+        json={"metadata": {"actors": ACTORS}, "items": [{"role": "user", "content": "hi", "to": ["shop.near"]}]},
+    )
+    assert created.status_code == 200, created.text
+    first = (await user.get(f"/conversations/{created.json()['id']}/items")).json()["data"]
+    assert [i["to"] for i in first] == [["shop.near"]]
+
+
+async def test_a_bad_to_is_refused_naming_the_items_to(api: API) -> None:
+    user, _, conversation_id = await new_conversation(api)
+    await api.known("stranger.near")
+    for to, param in ((["shop.near", "stranger.near"], "items[1].to[1]"), ([], "items[1].to"), (5, "items[1].to")):
+        items = [{"role": "user", "content": "fine"}, {"role": "user", "content": "to whom?", "to": to}]
+        error = error_of(await user.post(f"/conversations/{conversation_id}/items", json={"items": items}), 400)
+        assert error["param"] == param, error
+        assert "items[1].to" in error["message"] and "metadata" not in error["message"], error
+    assert await item_texts(user, conversation_id) == []
+
+    items = [{"role": "user", "content": "hi", "to": ["stranger.near"]}]
+    created = await user.post("/conversations", json={"metadata": {"actors": ACTORS}, "items": items})
+    error = error_of(created, 400)
+    assert (error["param"], error["code"]) == ("items[0].to[0]", "actor_not_member")
+    assert "items[0].to" in error["message"] and "messages" not in error["message"]

@@ -1,5 +1,9 @@
 """Conversation items in: each message item becomes the core's `NewMessage`; what a thread cannot hold is
-refused, naming the item, before anything is stored."""
+refused, naming the item, before anything is stored.
+
+An item's `role` is passed on as the role it claims (the core derives the role kept from the author, and
+refuses a different one under AITP_STRICT_ROLES); `to`, an AITP addition beside `actor`, names the actors the
+message is for and is passed on as the message's `metadata.to`, as sent (the core checks it)."""
 
 from __future__ import annotations
 
@@ -7,9 +11,11 @@ from typing import Any
 
 from aitp.errors import InvalidRequest
 from aitp.inputs.shapes import IMAGE_DETAILS, image_detail
+from aitp.services import addressing
 from aitp.services.requests import NewMessage
 
 ROLES = ("user", "assistant", "system", "developer")  # accepted; the stored role is derived from the author
+TO = "to"  # an item's recipients, an AITP addition
 TEXT_PARTS = ("input_text", "output_text")
 
 
@@ -29,16 +35,19 @@ def new_message(item: Any, param: str) -> NewMessage:
             param=f"{param}.type",
             code="unsupported_item_type",
         )
-    if item.get("role") not in ROLES:
+    role = item.get("role")
+    if role not in ROLES:
         raise InvalidRequest(f"A message item needs `role`, one of {', '.join(ROLES)}.", param=f"{param}.role")
+    metadata = {addressing.TO: item[TO]} if TO in item else None
     content = item.get("content")
     if isinstance(content, str):
-        return NewMessage(content=content)
+        return NewMessage(content=content, role=role, metadata=metadata)
     if not isinstance(content, list) or not content:
         raise InvalidRequest(
             "A message item needs `content`: a string or a non-empty array of content parts.", param=f"{param}.content"
         )
-    return NewMessage(content=[_part(part, f"{param}.content[{j}]") for j, part in enumerate(content)])
+    parts = [_part(part, f"{param}.content[{j}]") for j, part in enumerate(content)]
+    return NewMessage(content=parts, role=role, metadata=metadata)
 
 
 def _part(part: Any, param: str) -> str | dict[str, Any]:

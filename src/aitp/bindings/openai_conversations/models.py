@@ -47,7 +47,9 @@ class ContentPart(BaseModel):
 
 
 class MessageItem(BaseModel):
-    """A message item; `actor` and `aitp` are AITP's additions (the author, and what the server validated)."""
+    """A message item; `actor`, `aitp` and `to` are AITP's additions (the author, what the server validated,
+    and the actors the message is for: present only when it named them). An item written may carry `to` too,
+    an array of actor ids (the message's `metadata.to`)."""
 
     id: str
     type: Literal["message"] = "message"
@@ -57,6 +59,7 @@ class MessageItem(BaseModel):
     created_at: int
     actor: str
     aitp: list[dict[str, Any] | None] | None = None
+    to: list[str] | None = None
 
 
 class ItemList(BaseModel):

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from aitp.bindings.openai_threads.render import page
 from aitp.inputs.shapes import IMAGE_DETAILS, shown_detail
+from aitp.services import addressing
 from aitp.services.threads import t01_metadata
 from aitp.store.records import ActorRecord, MessageRecord, ThreadRecord
 
@@ -21,10 +24,10 @@ def conversation(thread: ThreadRecord, actors: list[ActorRecord]) -> dict[str, A
 
 
 def item(record: MessageRecord) -> dict[str, Any]:
-    """A message item; `actor` (who wrote it) and `aitp` (what the server validated in each part) are
-    AITP's additions, as on Threads messages."""
+    """A message item; `actor` (who wrote it), `aitp` (what the server validated in each part) and, when the
+    message named its recipients, `to` (their ids, in the order given) are AITP's additions."""
     text_type = "input_text" if record.role == "user" else "output_text"
-    return {
+    shown = {
         "id": record.id,
         "type": "message",
         "status": "completed",
@@ -34,6 +37,18 @@ def item(record: MessageRecord) -> dict[str, Any]:
         "actor": record.actor,
         "aitp": record.aitp,
     }
+    to = _recipients(record.metadata)
+    if to is not None:
+        shown["to"] = to
+    return shown
+
+
+def _recipients(metadata: dict[str, str]) -> list[str] | None:
+    """`metadata.to` as a list, in its stored order (None: the message names no one)."""
+    named = addressing.recipients(metadata)
+    if named is None:
+        return None
+    return [actor for actor in orjson.loads(metadata[addressing.TO]) if actor in named]
 
 
 def _part(part: dict[str, Any], text_type: str) -> dict[str, Any]:

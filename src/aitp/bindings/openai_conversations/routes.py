@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Query
 from starlette.routing import BaseRoute
 
-from aitp.bindings.openai_conversations import render
+from aitp.bindings.openai_conversations import render, roles
 from aitp.bindings.openai_conversations.items import new_messages
 from aitp.bindings.openai_conversations.models import (
     Conversation,
@@ -42,12 +43,15 @@ def routes() -> list[BaseRoute]:
 PARAMS = {"thread_id": "conversation_id", "message_id": "item_id"}
 CODES = {"thread_not_found": "conversation_not_found", "message_not_found": "item_not_found"}
 WORDS = {"No thread found": "No conversation found", "No message found": "No item found"}
+# A message's field that an item carries at its top level: `items[i].metadata.to` is the item's `to`.
+ITEM_FIELD = re.compile(r"(items\[\d+\])\.metadata\.to(?![\w$-])")
 
 
 @contextlib.contextmanager
 def conversation_names() -> Iterator[None]:
     """Refusals with this face's names: `conversation_id`, `item_id` (`conversation_not_found`,
-    `item_not_found`), and `items[i]` for a new thread's first messages (`messages[i]` to the service)."""
+    `item_not_found`), `items[i]` for a new thread's first messages (`messages[i]` to the service), and
+    `items[i].to` for what the service calls the message's `metadata.to`."""
     try:
         yield
     except APIError as error:
@@ -62,11 +66,17 @@ def conversation_names() -> Iterator[None]:
             named = param[: param.index("]") + 1]
             error.param = "items" + param.removeprefix("messages")
             error.message = error.message.replace(named, "items" + named.removeprefix("messages"))
+        if error.param is not None and ITEM_FIELD.match(error.param):
+            error.param = ITEM_FIELD.sub(r"\1.to", error.param)
+            error.message = ITEM_FIELD.sub(r"\1.to", error.message)
         raise
 
 
 @router.post(
-    "", responses=error_responses(*KEYED, *BODY, 404), response_model=Conversation, summary="Create a conversation"
+    "",
+    responses={**roles.written("The conversation"), **error_responses(*KEYED, *BODY, 404)},
+    response_model=Conversation,
+    summary="Create a conversation",
 )
 @idempotent()
 async def create_conversation(
@@ -75,8 +85,10 @@ async def create_conversation(
     body = body or CreateConversationRequest()
     first = new_messages(body.items or [])
     with conversation_names():
-        created = await threads.create_thread(rt, principal, NewThread(messages=first, metadata=body.metadata))
-    return FastJSONResponse(render.conversation(*created))
+        thread, actors, stored = await threads.create_thread_with_messages(
+            rt, principal, NewThread(messages=first, metadata=body.metadata)
+        )
+    return FastJSONResponse(render.conversation(thread, actors), headers=roles.replaced(first, stored))
 
 
 @router.get(
@@ -119,7 +131,7 @@ async def delete_conversation(conversation_id: str, rt: RuntimeDep, principal: P
 
 @router.post(
     "/{conversation_id}/items",
-    responses=error_responses(*KEYED, *BODY, 403, 404),
+    responses={**roles.written("The items added"), **error_responses(*KEYED, *BODY, 403, 404)},
     response_model=ItemList,
     summary="Add items (up to 20, all or none)",
 )
@@ -127,9 +139,10 @@ async def delete_conversation(conversation_id: str, rt: RuntimeDep, principal: P
 async def create_items(
     conversation_id: str, body: CreateItemsRequest, rt: RuntimeDep, principal: PrincipalDep, include: Include = None
 ) -> FastJSONResponse:
+    sent = new_messages(body.items)
     with conversation_names():
-        created = await messages.create_messages(rt, principal, conversation_id, new_messages(body.items), "items")
-    return FastJSONResponse(render.item_list(created, has_more=False))
+        created = await messages.create_messages(rt, principal, conversation_id, sent, "items")
+    return FastJSONResponse(render.item_list(created, has_more=False), headers=roles.replaced(sent, created))
 
 
 @router.get(

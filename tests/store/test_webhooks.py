@@ -3,16 +3,21 @@
 Deliveries are derived from the log by an endpoint's cursor, so deriving twice inserts nothing twice; an
 attempt is made by whoever leases the delivery, each the oldest pending delivery of its thread; only the
 holder of a lease records its outcome, and a lease that ran out (its instance crashed) is taken over. Time is
-passed in, so expiry is tested by claiming "later", not by waiting.
+passed in, so expiry is tested by claiming "later", not by waiting. An endpoint stored before it chose its
+messages takes all of them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+import sqlite3
+from dataclasses import asdict, replace
 
-from aitp.store import Store
+from aitp.store import Store, open_store
+from aitp.store.mongo import MongoStore
+from aitp.store.sqlite import SQLiteStore
 from aitp.store.webhooks import Claim, DeliveryRecord, EndpointRecord, WebhookSecret, delivery_id
+from tests.conftest import Backend
 
 NOW = 1_000_000.0
 LEASE = 30.0
@@ -46,8 +51,10 @@ def delivery(gid: int, thread_id: str = "thread_a", endpoint_id: str = "wh_1") -
 
 async def test_an_endpoint_is_read_back_as_written_and_updated_without_its_cursor(store: Store) -> None:
     await store.webhooks.create(endpoint(cursor=7))
-    await store.webhooks.create(endpoint("wh_2", actor="other.near"))
+    await store.webhooks.create(replace(endpoint("wh_2", actor="other.near"), messages="addressed"))
     assert await store.webhooks.get("wh_1") == endpoint(cursor=7)
+    assert (await store.webhooks.get("wh_1")).messages == "all"  # type: ignore[union-attr]
+    assert (await store.webhooks.get("wh_2")).messages == "addressed"  # type: ignore[union-attr]
     assert [e.id for e in await store.webhooks.of_actor("shop.near")] == ["wh_1"]
     assert [e.id for e in await store.webhooks.of_actor(None)] == ["wh_1", "wh_2"]
 
@@ -56,6 +63,7 @@ async def test_an_endpoint_is_read_back_as_written_and_updated_without_its_curso
         url="https://other.example.com/",
         enabled=False,
         event_types=["thread.created"],
+        messages="addressed",
         secrets=[WebhookSecret("whsec_bmV3"), WebhookSecret("whsec_c2VjcmV0", expires_at=NOW)],
         failing_since=NOW,
         disabled_reason="410",
@@ -168,3 +176,46 @@ async def test_deleting_an_endpoint_deletes_its_deliveries(store: Store) -> None
     assert await store.webhooks.get("wh_1") is None
     assert await store.webhooks.get_delivery(delivery_id("wh_1", 1)) is None
     assert not await store.webhooks.delete("wh_1")
+
+
+# the webhook_endpoints table as stores wrote it before endpoints chose their messages
+TABLE_BEFORE_MESSAGES = """
+CREATE TABLE webhook_endpoints (
+    id TEXT PRIMARY KEY, actor TEXT NOT NULL, url TEXT NOT NULL, event_types TEXT NOT NULL,
+    enabled INTEGER NOT NULL, secrets TEXT NOT NULL, created_at INTEGER NOT NULL, cursor INTEGER NOT NULL,
+    description TEXT, failing_since REAL, disabled_reason TEXT
+)"""
+
+
+async def _written_before_messages(backend: Backend) -> Store:
+    """An opened store holding endpoint() as a version before the `messages` option wrote it."""
+    old = asdict(endpoint())
+    del old["messages"]
+    if backend.name == "sqlite":
+        conn = sqlite3.connect(SQLiteStore.from_url(backend.url).path)
+        conn.execute(TABLE_BEFORE_MESSAGES)
+        old |= {"event_types": "[]", "secrets": '[{"secret": "whsec_c2VjcmV0", "expires_at": null}]'}
+        conn.execute(f"INSERT INTO webhook_endpoints VALUES ({', '.join('?' * len(old))})", list(old.values()))
+        conn.commit()
+        conn.close()
+        store = open_store(backend.url)
+        await store.open()  # the upgrade adds the column
+        return store
+    store = open_store(backend.url)
+    await store.open()
+    assert isinstance(store, MongoStore)
+    await store.engine.db.webhook_endpoints.insert_one({"_id": old.pop("id"), **old})
+    return store
+
+
+async def test_an_endpoint_stored_before_the_messages_option_takes_all_and_can_change(backend: Backend) -> None:
+    store = await _written_before_messages(backend)
+    try:
+        assert await store.webhooks.get("wh_1") == endpoint()
+        assert [e.messages for e in await store.webhooks.enabled()] == ["all"]
+        assert await store.webhooks.update(replace(endpoint(), messages="addressed"))
+        assert await store.webhooks.get("wh_1") == replace(endpoint(), messages="addressed")
+        await store.webhooks.create(endpoint("wh_2"))  # and new ones are written whole beside it
+        assert [e.messages for e in await store.webhooks.of_actor(None)] == ["addressed", "all"]
+    finally:
+        await store.close()

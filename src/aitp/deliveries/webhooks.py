@@ -2,8 +2,10 @@
 
 - Deriving: each enabled endpoint's actor inbox is read from the endpoint's cursor (`services.inbox`) when
   the hub says something was written (by this process or, through its tailer, any other), and the events
-  of the types it takes become deliveries (`WebhookStore.advance`). Deliveries are made from the log: none
-  is queued at write time, and two instances deriving the same events insert them once.
+  it takes (`services.webhooks.takes`: its event types; of new messages, all or those addressed to its
+  actor) become deliveries (`WebhookStore.advance`); the cursor moves past the others all the same.
+  Deliveries are made from the log: none is queued at write time, and two instances deriving the same
+  events insert them once.
 - Delivering: one worker per endpoint leases due deliveries, each the oldest pending one of its thread (so a
   thread's events reach the endpoint in order), at most `IN_FLIGHT` at a time, and records each outcome.
   Deriving leases the due ones in the same write where the store can (SQLite: one transaction), so a new
@@ -163,7 +165,8 @@ class WebhookDeliveries:
             events = await inbox.read(store, endpoint.actor, cursor, BATCH)
             if not events:
                 return found
-            made = [self._delivery(endpoint, e) for e in events if _wanted(endpoint, e)]
+            # what the endpoint does not take becomes no delivery; the cursor moves past it all the same
+            made = [self._delivery(endpoint, e) for e in events if webhooks.takes(endpoint, e)]
             to = inbox.cursor_of(events[-1])
             worker = self._worker(endpoint.id)
             with worker.slots(len(made)) as free:
@@ -312,7 +315,3 @@ class WebhookDeliveries:
 
     def _wake_pump(self) -> None:
         self.rt.state(webhooks.changes).fire()
-
-
-def _wanted(endpoint: EndpointRecord, event: EventRecord) -> bool:
-    return not endpoint.event_types or event.type in endpoint.event_types

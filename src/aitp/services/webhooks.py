@@ -5,6 +5,11 @@ A destination must be an http(s) URL on a public address: private, loopback and 
 operator's network, cloud metadata) are refused unless a prefix of `AITP_WEBHOOK_ALLOW` admits them, and a
 prefix of `AITP_WEBHOOK_DENY` refuses wherever it points. Checked on registration and again before every
 attempt (a name may resolve elsewhere later).
+
+An endpoint takes the events of its `event_types` (all if none), and of new messages, by its `messages`: "all"
+(its actor's own included), or "addressed": only those that ask its actor for work (`addressing.reaches` with
+the "addressed" policy: messages naming it, and a person's naming no one), so a webhook agent that answers
+what it gets does not answer another such agent forever.
 """
 
 from __future__ import annotations
@@ -18,16 +23,19 @@ import httpx
 
 from aitp.config import Settings
 from aitp.errors import InvalidRequest, NotFound, PermissionDenied
+from aitp.events import payloads
 from aitp.events.hub import Signal
 from aitp.ids import new_id
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
-from aitp.services import inbox
+from aitp.services import addressing, inbox
 from aitp.services.destinations import Pinned, addresses, is_allowed, is_public, parse_url, pinned
-from aitp.store.webhooks import DeliveryRecord, EndpointRecord, WebhookSecret
+from aitp.store.records import EventRecord
+from aitp.store.webhooks import DeliveryRecord, EndpointMessages, EndpointRecord, WebhookSecret
 
 MAX_ENDPOINTS_PER_ACTOR = 16
 SECRET_BYTES = 24
+MESSAGE_CREATED = "thread.message.created"
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,7 @@ async def create_webhook(
     url: str,
     *,
     event_types: list[str],
+    messages: EndpointMessages = "all",
     description: str | None = None,
     actor: str | None = None,
     enabled: bool = True,
@@ -122,6 +131,7 @@ async def create_webhook(
         created_at=now(),
         cursor=await inbox.position(rt.store),
         description=description,
+        messages=messages,
     )
     await rt.store.webhooks.create(endpoint)
     rt.state(changes).fire()
@@ -147,6 +157,7 @@ async def update_webhook(
     *,
     url: str | Unchanged = UNCHANGED,
     event_types: list[str] | Unchanged = UNCHANGED,
+    messages: EndpointMessages | Unchanged = UNCHANGED,
     enabled: bool | Unchanged = UNCHANGED,
     description: str | None | Unchanged = UNCHANGED,
 ) -> EndpointRecord:
@@ -157,6 +168,8 @@ async def update_webhook(
         endpoint.url = url
     if not isinstance(event_types, Unchanged):
         endpoint.event_types = sorted(set(event_types))
+    if not isinstance(messages, Unchanged):
+        endpoint.messages = messages
     if not isinstance(description, Unchanged):
         endpoint.description = description
     if not isinstance(enabled, Unchanged):
@@ -180,6 +193,19 @@ async def rotate_secret(rt: Runtime, principal: Principal, endpoint_id: str) -> 
     if not await rt.store.webhooks.update(endpoint):
         raise NotFound(f"No webhook found with id '{endpoint_id}'.", param="webhook_id", code="webhook_not_found")
     return endpoint
+
+
+def takes(endpoint: EndpointRecord, event: EventRecord) -> bool:
+    """Whether an event of the endpoint's actor's inbox becomes a delivery to it (see the module's doc)."""
+    if endpoint.event_types and event.type not in endpoint.event_types:
+        return False
+    if endpoint.messages == "all" or event.type != MESSAGE_CREATED:
+        return True
+    # a payload of before the neutral log is taken by no "addressed" endpoint: those stores had no webhooks,
+    # and an endpoint follows its inbox from its creation on
+    if payloads.written_before(event.data):
+        return False
+    return addressing.reaches(payloads.message_of(event.data), endpoint.actor, "addressed")
 
 
 def signing_secrets(endpoint: EndpointRecord, at: float) -> list[str]:

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 DeliveryStatus = Literal["pending", "succeeded", "failed"]
+# which `thread.message.created` events an endpoint takes: every one, or those that ask its actor for work
+# (`services.addressing`); stores written before the option read as "all"
+EndpointMessages = Literal["all", "addressed"]
 
 
 @dataclass
@@ -40,6 +43,7 @@ class EndpointRecord:
     description: str | None = None
     failing_since: float | None = None  # first failure of the current run of failures; None after a success
     disabled_reason: str | None = None  # why the service disabled it (410, days of failures); None otherwise
+    messages: EndpointMessages = "all"
 
 
 @dataclass
@@ -95,8 +99,8 @@ class WebhookStore(abc.ABC):
 
     @abc.abstractmethod
     async def update(self, endpoint: EndpointRecord) -> bool:
-        """Replace what a caller or the engine may change (url, event types, enabled, secrets, description,
-        failing_since, disabled_reason), never the cursor; False if the endpoint is gone."""
+        """Replace what a caller or the engine may change (url, event types, messages, enabled, secrets,
+        description, failing_since, disabled_reason), never the cursor; False if the endpoint is gone."""
 
     @abc.abstractmethod
     async def set_health(self, endpoint_id: str, failing_since: float | None, disabled_reason: str | None) -> None:

@@ -38,6 +38,7 @@ def render(record: EndpointRecord) -> dict[str, Any]:
         "actor": record.actor,
         "url": record.url,
         "event_types": record.event_types,
+        "messages": record.messages,
         "description": record.description,
         "enabled": record.enabled,
         "created_at": record.created_at,
@@ -81,6 +82,7 @@ async def create_webhook(body: CreateWebhookRequest, rt: RuntimeDep, principal: 
         principal,
         body.url,
         event_types=list(body.event_types),
+        messages=body.messages,
         description=body.description,
         actor=body.actor,
         enabled=body.enabled,
@@ -105,7 +107,7 @@ async def get_webhook(webhook_id: str, rt: RuntimeDep, principal: PrincipalDep) 
     "/webhooks/{webhook_id}",
     responses=error_responses(*KEYED, *BODY, 403, 404),
     response_model=Webhook,
-    summary="Change a webhook's URL, event types, description, or enable/disable it",
+    summary="Change a webhook's URL, event types, messages, description, or enable/disable it",
 )
 async def modify_webhook(
     webhook_id: str, body: ModifyWebhookRequest, rt: RuntimeDep, principal: PrincipalDep

@@ -13,7 +13,7 @@ from aitp.store.mongo.engine import MongoEngine
 from aitp.store.webhooks import Claim, DeliveryRecord, EndpointRecord, WebhookSecret, WebhookStore
 
 DUPLICATE_KEY = 11000
-_MUTABLE = ("url", "event_types", "enabled", "description", "failing_since", "disabled_reason")
+_MUTABLE = ("url", "event_types", "messages", "enabled", "description", "failing_since", "disabled_reason")
 _OUTCOME = ("status", "next_attempt_at", "last_attempt_at", "last_status", "last_error")
 _DELIVERY_FIELDS = [f.name for f in fields(DeliveryRecord) if f.name != "id"]
 
@@ -21,6 +21,7 @@ _DELIVERY_FIELDS = [f.name for f in fields(DeliveryRecord) if f.name != "id"]
 def _endpoint(doc: dict[str, Any]) -> EndpointRecord:
     values = {name: doc.get(name) for name in (f.name for f in fields(EndpointRecord)) if name != "id"}
     values["secrets"] = [WebhookSecret(**s) for s in doc["secrets"]]
+    values["messages"] = doc.get("messages", "all")  # written before endpoints chose: all, as then
     return EndpointRecord(id=doc["_id"], **values)
 
 

@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS webhook_endpoints (
     cursor INTEGER NOT NULL,
     description TEXT,
     failing_since REAL,
-    disabled_reason TEXT
+    disabled_reason TEXT,
+    messages TEXT NOT NULL DEFAULT 'all'
 );
 CREATE INDEX IF NOT EXISTS webhook_endpoints_by_actor ON webhook_endpoints (actor, id);
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
@@ -139,12 +140,13 @@ class SQLiteWebhooks(WebhookStore):
 
     async def update(self, endpoint: EndpointRecord) -> bool:
         update = (
-            "UPDATE webhook_endpoints SET url = ?, event_types = ?, enabled = ?, secrets = ?, description = ?,"
-            " failing_since = ?, disabled_reason = ? WHERE id = ?"
+            "UPDATE webhook_endpoints SET url = ?, event_types = ?, messages = ?, enabled = ?, secrets = ?,"
+            " description = ?, failing_since = ?, disabled_reason = ? WHERE id = ?"
         )
         values = (
             endpoint.url,
             dumps(endpoint.event_types),
+            endpoint.messages,
             int(endpoint.enabled),
             dumps([asdict(s) for s in endpoint.secrets]),
             endpoint.description,

@@ -11,12 +11,19 @@ from aitp.bindings.openai_threads.models.events import EventType
 
 URL = "An http(s) URL on a public address."
 EVENT_TYPES = "The event types to send; empty: every event of the inbox."
+MESSAGES = (
+    "Which `thread.message.created` events to send: `all` (the actor's own too), or `addressed`: those that ask"
+    " the actor for work (they name it in `metadata.to`, or name no one and a person wrote them), so that two"
+    " agents answering what they get do not answer each other forever. Other event types are unaffected."
+)
+Messages = Literal["all", "addressed"]
 
 
 class CreateWebhookRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     url: str = Field(min_length=1, max_length=2048, description=URL)
     event_types: list[EventType] = Field(default_factory=list, description=EVENT_TYPES)
+    messages: Messages = Field("all", description=MESSAGES)
     description: str | None = Field(None, max_length=512)
     enabled: bool = Field(True, strict=True)
     actor: str | None = Field(
@@ -31,6 +38,7 @@ class ModifyWebhookRequest(BaseModel):
     # a field left out is not given (`model_fields_set`); its default is never used
     url: str = Field(None, min_length=1, max_length=2048, description=URL)
     event_types: list[EventType] = Field(None, description=EVENT_TYPES)
+    messages: Messages = Field(None, description=MESSAGES)
     description: str | None = Field(None, max_length=512)
     enabled: bool = Field(None, strict=True)
 
@@ -41,6 +49,7 @@ class Webhook(BaseModel):
     actor: str
     url: str
     event_types: list[str] = Field(description=EVENT_TYPES)
+    messages: Messages = Field(description=MESSAGES)
     description: str | None
     enabled: bool
     created_at: int

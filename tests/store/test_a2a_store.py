@@ -1,10 +1,15 @@
 """`store.a2a` on every backend: an actor's A2A settings are replaced whole but keep their cursor, which
-moves only from where it is; a context is bound to the first thread offered for it."""
+moves only from where it is; a context is bound to the first thread offered for it; a remote agent's task
+is kept per actor and thread."""
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 from aitp.store import Store
-from aitp.store.a2a import A2AAgentRecord
+from aitp.store.a2a import A2AAgentRecord, RemoteTaskRecord
+from aitp.store.sqlite.store import SQLiteStore
 
 
 async def test_settings_are_replaced_and_keep_their_cursor(store: Store) -> None:
@@ -29,3 +34,52 @@ async def test_a_context_is_bound_once_per_caller_and_agent(store: Store) -> Non
     assert await store.a2a.bind_context("alice", "shop", "ctx", "thread_2") == "thread_1"
     assert await store.a2a.bind_context("bob", "shop", "ctx", "thread_3") == "thread_3"
     assert await store.a2a.context("alice", "shop", "ctx") == "thread_1"
+
+
+async def test_reply_policy_and_credentials_are_replaced_with_the_settings(store: Store) -> None:
+    await store.a2a.put(A2AAgentRecord("bot", card_url="https://a.example/card", credentials={"bearer": "s3"}))
+    got = await store.a2a.get("bot")
+    assert got is not None and (got.reply_policy, got.credentials) == ("addressed", {"bearer": "s3"})
+    assert "s3" not in repr(got)  # a record that reaches a log line does not carry its secret there
+    await store.a2a.put(A2AAgentRecord("bot", card_url="https://a.example/card", reply_policy="all"))
+    got = await store.a2a.get("bot")
+    assert got is not None and (got.reply_policy, got.credentials) == ("all", {})
+    assert [r.reply_policy for r in await store.a2a.remotes()] == ["all"]
+
+
+async def test_a_remote_task_is_kept_per_actor_and_thread_until_forgotten(store: Store) -> None:
+    assert await store.a2a.remote_task("bot", "thread_1") is None
+    waiting = RemoteTaskRecord("bot", "thread_1", "ctx-1", "task-1", 5)
+    await store.a2a.put_remote_task(waiting)
+    await store.a2a.put_remote_task(RemoteTaskRecord("bot", "thread_2", "thread_2", None, 6))
+    await store.a2a.put_remote_task(RemoteTaskRecord("other", "thread_1", "thread_1", "task-9", 6))
+    assert await store.a2a.remote_task("bot", "thread_1") == waiting
+    ended = RemoteTaskRecord("bot", "thread_1", "ctx-1", None, 7)  # the task ended; its context is kept
+    await store.a2a.put_remote_task(ended)
+    assert await store.a2a.remote_task("bot", "thread_1") == ended
+    assert await store.a2a.remote_task("bot", "thread_2") == RemoteTaskRecord("bot", "thread_2", "thread_2", None, 6)
+    await store.a2a.forget_remote_tasks("bot")
+    assert await store.a2a.remote_task("bot", "thread_1") is None
+    assert await store.a2a.remote_task("bot", "thread_2") is None
+    assert await store.a2a.remote_task("other", "thread_1") is not None
+
+
+async def test_a_store_written_before_reply_policies_reads_the_defaults(tmp_path: Path) -> None:
+    """A SQLite store whose `a2a_agents` table predates reply policies and credentials is upgraded when it
+    opens: its agents answer what is addressed to them and hold no credentials."""
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE a2a_agents (actor TEXT PRIMARY KEY, serve INTEGER NOT NULL, capabilities TEXT NOT NULL,"
+            " card_url TEXT, updated_at INTEGER NOT NULL, cursor INTEGER NOT NULL)"
+        )
+        conn.execute("INSERT INTO a2a_agents VALUES ('bot', 0, '[]', 'https://a.example/card', 3, 4)")
+    conn.close()
+    store = SQLiteStore(path)
+    await store.open()
+    try:
+        assert await store.a2a.get("bot") == A2AAgentRecord("bot", False, [], "https://a.example/card", 3, 4)
+        await store.a2a.put_remote_task(RemoteTaskRecord("bot", "thread_1", "thread_1", "t", 1))
+        assert (await store.a2a.remote_task("bot", "thread_1")) is not None
+    finally:
+        await store.close()

@@ -3,8 +3,10 @@ sent there, and what the agent answers is posted into the thread as that actor.
 
 - Reading: the actor's inbox is read from its cursor when the hub wakes that actor's inbox (an event in one
   of its threads, as for its inbox streams; other processes' through the tailer), or every `POLL` seconds;
-  messages of other actors are sent, everything else is passed over. A write elsewhere wakes no agent's
-  worker: only the look for new remote agents, which reads one list.
+  the messages that ask the agent for work (`services.addressing.reaches`, by its reply policy: by default
+  messages naming it in `metadata.to`, and persons' messages naming no one) are sent, everything else is
+  passed over. A write elsewhere wakes no agent's worker: only the look for new remote agents, which reads
+  one list.
 - At least once: one instance at a time delivers to an agent, the holder of its lease (a reservation in
   the idempotency store, scope `LEASE_SCOPE`, key the actor: atomic, and taken over once it runs out). The
   holder moves the cursor (`A2AStore.advance`, compare-and-set) past each message after sending it, and
@@ -13,8 +15,16 @@ sent there, and what the agent answers is posted into the thread as that actor.
   agents see the same messageId, the AITP message id, and can tell) and nothing is lost.
 - Sending: the card is fetched (and each URL checked against the webhooks' destination policy) once per
   `CARD_TTL`; the message goes with the SDK's client (`message/send`, or streaming when the card says so),
-  `contextId` the thread's id. The agent's answer (its message, or its task's status message and artifacts)
-  is posted through `services.messages`, so it is validated as any post is; a refusal is logged.
+  with the credential the card's security scheme asks for (the SDK's `AuthInterceptor`), and as extensions
+  the capability schema URLs its author declared in the thread. The agent's answer (its message, or its
+  task's status message and artifacts) is posted through `services.messages`, so it is validated as any
+  post is; a refusal is logged.
+- Continuity, per agent and thread (`store.a2a` remote tasks, so another instance or a restart goes on):
+  `contextId` is the thread's id, or the context id the agent gave back the first time. A task the agent
+  leaves `input-required` (or `auth-required`) is remembered, and the next message sent to it in that thread
+  carries its `taskId`; any other answer (a task completed, failed, canceled, rejected or still working, or
+  a plain message) forgets it, so the next message starts a new task. A `taskId` the agent refuses (not
+  found, or ended) is forgotten and the message sent once more as a new task, within the same attempt.
 The translation both ways is the A2A face's (`to_a2a`, `from_a2a`), handed in by the composition root.
 """
 
@@ -25,13 +35,16 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import httpx
-from a2a.client import ClientConfig, ClientFactory
+from a2a.client import ClientCallContext, ClientConfig, ClientFactory
+from a2a.client.auth import AuthInterceptor, CredentialService
 from a2a.client.card_resolver import parse_agent_card
 from a2a.client.client import Client
-from a2a.types import Message, Part, SendMessageRequest, StreamResponse
+from a2a.types import AgentCard, Message, Part, SecurityScheme, SendMessageRequest, StreamResponse, TaskState
+from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
 from aitp.errors import APIError
 from aitp.events import payloads
@@ -40,8 +53,9 @@ from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services import inbox, webhooks
 from aitp.services import messages as message_service
+from aitp.services.addressing import ReplyPolicy, reaches
 from aitp.services.requests import NewMessage
-from aitp.store.a2a import A2AAgentRecord
+from aitp.store.a2a import A2AAgentRecord, RemoteTaskRecord
 from aitp.store.base import EventRecord, MessageRecord
 from aitp.store.idempotency import IdempotencyRecord
 from aitp.tasks import cancel
@@ -53,6 +67,8 @@ POLL = 1.0  # seconds between looks at the store for other instances' writes and
 CARD_TTL = 300.0  # seconds a fetched Agent Card is used
 CREATED = "thread.message.created"
 LEASE_SCOPE = "aitp.a2a.deliveries"  # the idempotency store's scope of the agents' delivery leases
+WAITING = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})  # continued
+REFUSED_TASK = (TaskNotFoundError, UnsupportedOperationError)  # a taskId the agent will not continue
 
 ToA2A = Callable[[MessageRecord, str], Message]  # (message, the remote actor) -> the A2A message it sends
 FromA2A = Callable[[Message], list[Any]]  # an A2A message -> the content of the AITP message it posts
@@ -65,7 +81,8 @@ class A2ADeliveries:
         self.from_a2a = from_a2a
         self.counters: dict[str, int] = {"sent": 0, "answered": 0, "failed": 0}
         self._workers: dict[str, asyncio.Task[None]] = {}
-        self._clients: dict[str, tuple[float, Client]] = {}
+        self._clients: dict[str, tuple[float, str, Client]] = {}  # actor -> (until, card URL, client)
+        self._credentials: dict[str, dict[str, str]] = {}  # actor -> its credentials as last read
         self._pump: asyncio.Task[None] | None = None
         self._http: httpx.AsyncClient | None = None
 
@@ -80,6 +97,7 @@ class A2ADeliveries:
         await cancel([*self._workers.values(), self._pump])
         self._workers.clear()
         self._clients.clear()
+        self._credentials.clear()
         self._pump = None
         if self._http is not None:
             await self._http.aclose()
@@ -148,7 +166,7 @@ class A2ADeliveries:
                 return True
             passed = cursor  # how far this batch was gone through
             for event in events:
-                message = _to_send(event, remote.actor)
+                message = _to_send(event, remote.actor, cast(ReplyPolicy, remote.reply_policy))
                 if message is not None:
                     if time.time() > last_start:
                         if passed != cursor:
@@ -166,9 +184,10 @@ class A2ADeliveries:
 
     async def _client(self, remote: A2AAgentRecord) -> Client:
         assert remote.card_url is not None and self._http is not None
+        self._credentials[remote.actor] = remote.credentials  # read at each call: a change applies at once
         cached = self._clients.get(remote.actor)
-        if cached is not None and cached[0] > time.monotonic():
-            return cached[1]
+        if cached is not None and cached[0] > time.monotonic() and cached[1] == remote.card_url:
+            return cached[2]
         await self._check(remote.card_url)
         response = await self._http.get(remote.card_url)
         response.raise_for_status()
@@ -176,8 +195,9 @@ class A2ADeliveries:
         for interface in card.supported_interfaces:
             await self._check(interface.url)
         config = ClientConfig(streaming=card.capabilities.streaming, httpx_client=self._http)
-        client = ClientFactory(config).create(card)
-        self._clients[remote.actor] = (time.monotonic() + CARD_TTL, client)
+        credentials = HeldCredentials(card, lambda: self._credentials.get(remote.actor, {}))
+        client = ClientFactory(config).create(card, [AuthInterceptor(credentials)])
+        self._clients[remote.actor] = (time.monotonic() + CARD_TTL, remote.card_url, client)
         return client
 
     async def _check(self, url: str) -> None:
@@ -187,15 +207,21 @@ class A2ADeliveries:
 
     async def _send(self, remote: A2AAgentRecord, message: MessageRecord) -> None:
         try:
-            client = await self._client(remote)
-            request = SendMessageRequest(message=self.to_a2a(message, remote.actor))
-            self.counters["sent"] += 1
             async with asyncio.timeout(self.rt.settings.webhook_timeout):  # an attempt ends within the lease
-                parts = _answer([event async for event in client.send_message(request)])
+                client = await self._client(remote)
+                held = await self.rt.store.a2a.remote_task(remote.actor, message.thread_id)
+                sent = self.to_a2a(message, remote.actor)
+                sent.context_id = held.context_id if held is not None else message.thread_id
+                if held is not None and held.task_id:
+                    sent.task_id = held.task_id
+                sent.extensions.extend(await self._declared(message))
+                events = await self._exchange(remote, client, sent, held)
         except Exception as error:  # what the agent or the network did: logged, and the next message goes on
             self.counters["failed"] += 1
             log.warning("a2a: %s did not answer message %s: %s", remote.actor, message.id, error)
             return
+        await self._remember(remote, message, held, sent.context_id, events)
+        parts = _answer(events)
         if not parts:
             return
         body = NewMessage(content=self.from_a2a(Message(parts=parts)), metadata={"a2a_reply_to": message.id})
@@ -206,13 +232,113 @@ class A2ADeliveries:
             self.counters["failed"] += 1
             log.warning("a2a: the answer of %s to %s was refused: %s", remote.actor, message.id, error.message)
 
+    async def _exchange(
+        self, remote: A2AAgentRecord, client: Client, sent: Message, held: RemoteTaskRecord | None
+    ) -> list[StreamResponse]:
+        """Send the message and read the agent's answer; a task it will not continue is forgotten and the
+        message sent once more as the first of a new task."""
+        self.counters["sent"] += 1
+        try:
+            return [event async for event in client.send_message(SendMessageRequest(message=sent))]
+        except REFUSED_TASK as error:
+            if not sent.task_id or held is None:
+                raise
+            log.info(
+                "a2a: %s would not continue task %s in thread %s (%s); message %s goes as a new task",
+                remote.actor,
+                sent.task_id,
+                held.thread_id,
+                error,
+                sent.message_id,
+            )
+            held.task_id, held.updated_at = None, int(time.time())
+            await self.rt.store.a2a.put_remote_task(held)
+            sent.ClearField("task_id")
+            self.counters["sent"] += 1
+            return [event async for event in client.send_message(SendMessageRequest(message=sent))]
 
-def _to_send(event: EventRecord, actor: str) -> MessageRecord | None:
-    """The message an inbox event brings the agent, if it is one another actor posted."""
+    async def _declared(self, message: MessageRecord) -> list[str]:
+        """The capability schema URLs the message's author declared in its thread (the message's A2A
+        extensions: what the agent's side of the task may send back)."""
+        for actor in await self.rt.store.list_actors(message.thread_id):
+            if actor.id == message.actor:
+                return [d["schema"] for d in actor.capabilities if isinstance(d.get("schema"), str)]
+        return []
+
+    async def _remember(
+        self,
+        remote: A2AAgentRecord,
+        message: MessageRecord,
+        held: RemoteTaskRecord | None,
+        context_id: str,
+        events: list[StreamResponse],
+    ) -> None:
+        """Keep the task the agent waits in (and the context it gave the first time); forget any other."""
+        answered = _task_of(events)
+        waiting = answered.task_id if answered.state in WAITING and answered.task_id else None
+        if held is None:
+            context_id = answered.context_id or context_id  # the agent's own context id, kept from now on
+        elif held.task_id == waiting:
+            return  # nothing changed: no write
+        record = RemoteTaskRecord(remote.actor, message.thread_id, context_id, waiting, int(time.time()))
+        await self.rt.store.a2a.put_remote_task(record)
+
+
+class HeldCredentials(CredentialService):
+    """The actor's credential for each of the card's security schemes it holds one for: a bearer token for
+    HTTP bearer, OAuth2 and OpenID Connect schemes, an API key for an API key sent in a header (the kinds
+    the SDK's `AuthInterceptor` sends). Read at each call, never logged."""
+
+    def __init__(self, card: AgentCard, held: Callable[[], dict[str, str]]) -> None:
+        self._schemes = dict(card.security_schemes)
+        self._held = held
+
+    async def get_credentials(self, security_scheme_name: str, context: ClientCallContext | None) -> str | None:
+        scheme = self._schemes.get(security_scheme_name)
+        kind = None if scheme is None else credential_kind(scheme)
+        return None if kind is None else self._held().get(kind)
+
+
+def credential_kind(scheme: SecurityScheme) -> str | None:
+    """Which kind of credential a security scheme takes, if one the SDK's `AuthInterceptor` can send."""
+    if scheme.HasField("http_auth_security_scheme"):
+        return "bearer" if scheme.http_auth_security_scheme.scheme.lower() == "bearer" else None
+    if scheme.HasField("oauth2_security_scheme") or scheme.HasField("open_id_connect_security_scheme"):
+        return "bearer"
+    if scheme.HasField("api_key_security_scheme"):
+        return "api_key" if scheme.api_key_security_scheme.location.lower() == "header" else None
+    return None
+
+
+def _to_send(event: EventRecord, actor: str, policy: ReplyPolicy) -> MessageRecord | None:
+    """The message an inbox event brings the agent, if it asks the agent for work."""
     if event.type != CREATED or payloads.written_before(event.data):
         return None
     message = payloads.message_of(event.data)
-    return message if message.actor != actor else None
+    return message if reaches(message, actor, policy) else None
+
+
+@dataclass
+class Answered:
+    """Where the agent's answer leaves its task (state None: it answered with a plain message)."""
+
+    task_id: str = ""
+    context_id: str = ""
+    state: int | None = None  # a TaskState
+
+
+def _task_of(events: list[StreamResponse]) -> Answered:
+    answered = Answered()
+    for event in events:
+        if event.HasField("message"):
+            answered = Answered(context_id=event.message.context_id or answered.context_id)
+        elif event.HasField("task"):
+            task = event.task
+            answered = Answered(task.id, task.context_id, task.status.state)
+        elif event.HasField("status_update"):
+            update = event.status_update
+            answered = Answered(update.task_id, update.context_id, update.status.state)
+    return answered
 
 
 def _answer(events: list[StreamResponse]) -> list[Part]:

@@ -1,16 +1,21 @@
-"""A2A settings of actors as stored, and the contexts A2A clients opened with them (one implementation per
-backend).
+"""A2A settings of actors as stored, the contexts A2A clients opened with them, and the tasks remote agents
+left open in threads (one implementation per backend).
 
 An actor's record says whether A2A clients may reach it (`serve`), which capabilities it declares in the
 threads they open with it (its Agent Card's extensions), and, for a remote A2A agent standing in a thread as
-that actor, its Agent Card URL and how far its inbox was delivered there (`cursor`, moved by `advance`).
+that actor, its Agent Card URL, which messages ask it for work (`reply_policy`), the credentials its card's
+security scheme asks for, and how far its inbox was delivered there (`cursor`, moved by `advance`).
 A context is a client's `contextId` with one agent: the thread it names.
+A remote task is where a remote agent's work in one thread stands: the `contextId` it goes on in, and the
+task it left waiting for input (`input-required`), which the next message sent to it in that thread continues.
 """
 
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
+
+ADDRESSED = "addressed"  # the default reply policy (aitp.services.addressing)
 
 
 @dataclass
@@ -21,6 +26,20 @@ class A2AAgentRecord:
     card_url: str | None = None  # a remote A2A agent: the actor's inbox is sent there
     updated_at: int = 0
     cursor: int = 0  # the inbox position delivered up to (set once when created, then only by `advance`)
+    reply_policy: str = ADDRESSED  # which messages are sent to the remote agent: "addressed" or "all"
+    # kind ("bearer", "api_key") -> secret, sent as the card's security scheme asks; kept out of reprs and logs
+    credentials: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class RemoteTaskRecord:
+    """A remote agent's work in one thread: its context there, and the task waiting for input, if any."""
+
+    actor: str
+    thread_id: str
+    context_id: str  # the thread's id, or the context id the agent gave back the first time
+    task_id: str | None = None  # the remote task the next message continues (None: the next starts one)
+    updated_at: int = 0
 
 
 class A2AStore(abc.ABC):
@@ -46,3 +65,15 @@ class A2AStore(abc.ABC):
     @abc.abstractmethod
     async def bind_context(self, caller: str, agent: str, context_id: str, thread_id: str) -> str:
         """Bind the context to `thread_id` unless it is bound already; the thread it is bound to."""
+
+    @abc.abstractmethod
+    async def remote_task(self, actor: str, thread_id: str) -> RemoteTaskRecord | None:
+        """Where the remote agent's work in the thread stands, if it was sent anything there."""
+
+    @abc.abstractmethod
+    async def put_remote_task(self, record: RemoteTaskRecord) -> None:
+        """Create or replace the remote agent's task record of the thread."""
+
+    @abc.abstractmethod
+    async def forget_remote_tasks(self, actor: str) -> None:
+        """Drop every task record of the actor (its card now names another agent)."""

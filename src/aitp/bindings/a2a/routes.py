@@ -5,8 +5,9 @@ settings.
   is the card of `AITP_A2A_ROOT_AGENT` when set (clients that look at the host's root find it).
 - `POST /a2a/{actor}`: A2A JSON-RPC (1.0 methods, and 0.3 ones on the same endpoint), dispatched by the
   SDK's `JsonRpcDispatcher` to `handler.AitpRequestHandler`; the caller's key says who calls (401 without).
-- `GET`/`PUT /a2a/{actor}/settings`: whether A2A clients may reach the actor, its capabilities, and its
-  Agent Card URL when it is a remote A2A agent (the actor itself or an admin).
+- `GET`/`PUT /a2a/{actor}/settings`: whether A2A clients may reach the actor, its capabilities, and, when it
+  is a remote A2A agent, its Agent Card URL, reply policy and credentials (write-only: GET shows which kinds
+  are held) (the actor itself or an admin).
 Requests for an actor that is not served answer 404.
 """
 
@@ -103,6 +104,9 @@ class SettingsInput(BaseModel):
     serve: bool = Field(False, strict=True)
     capabilities: list[str] = Field(default_factory=list)
     agent_card_url: str | None = Field(None, max_length=2048)
+    reply_policy: str = Field("addressed", strict=True, max_length=64)
+    # write-only; each value checked by the service (whose refusals never repeat a secret)
+    credentials: dict[str, Any] | None = Field(None, max_length=8)
 
 
 def _settings(record: A2AAgentRecord) -> dict[str, Any]:
@@ -112,8 +116,17 @@ def _settings(record: A2AAgentRecord) -> dict[str, Any]:
         "serve": record.serve,
         "capabilities": record.capabilities,
         "agent_card_url": record.card_url,
+        "reply_policy": record.reply_policy,
+        "credentials": {kind: "set" for kind in record.credentials},  # which kinds are held, never a secret
         "updated_at": record.updated_at,
     }
+
+
+def _refusal(error: ValidationError) -> InvalidRequest:
+    """The first problem, naming its field; without the input (which may hold a credential)."""
+    first = error.errors(include_input=False, include_url=False)[0]
+    param = ".".join(str(part) for part in first["loc"]) or None
+    return InvalidRequest(f"Invalid A2A settings: {param or 'body'}: {first['msg']}", param=param)
 
 
 async def settings(request: Request) -> Response:
@@ -124,8 +137,10 @@ async def settings(request: Request) -> Response:
             return JSONResponse(_settings(await a2a_agents.settings_of(rt, principal, actor)))
         try:
             body = SettingsInput.model_validate(orjson.loads(await request.body() or b"{}"))
-        except (orjson.JSONDecodeError, ValidationError) as error:
+        except orjson.JSONDecodeError as error:
             raise InvalidRequest(f"Invalid A2A settings: {error}") from None
+        except ValidationError as error:
+            raise _refusal(error) from None
         record = await a2a_agents.put_settings(
             rt,
             principal,
@@ -133,6 +148,8 @@ async def settings(request: Request) -> Response:
             serve=body.serve,
             capabilities=body.capabilities,
             card_url=body.agent_card_url,
+            reply_policy=body.reply_policy,
+            credentials=body.credentials if "credentials" in body.model_fields_set else a2a_agents.KEEP,
         )
     except APIError as error:
         return JSONResponse(error.envelope(), status_code=error.status_code)

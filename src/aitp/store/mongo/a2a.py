@@ -1,5 +1,6 @@
 """A2A settings in the `a2a_agents` collection (`_id` the actor id), contexts in `a2a_contexts` (`_id` the
-JSON array of caller, agent and context id)."""
+JSON array of caller, agent and context id), remote agents' tasks in `a2a_remote_tasks` (`_id` the JSON
+array of actor and thread id). Fields added since the first version read their defaults when missing."""
 
 from __future__ import annotations
 
@@ -8,18 +9,27 @@ from typing import Any
 import orjson
 from pymongo.errors import DuplicateKeyError
 
-from aitp.store.a2a import A2AAgentRecord, A2AStore
+from aitp.store.a2a import ADDRESSED, A2AAgentRecord, A2AStore, RemoteTaskRecord
 from aitp.store.mongo.engine import MongoEngine
 
-FIELDS = ("serve", "capabilities", "card_url", "updated_at")
+FIELDS = ("serve", "capabilities", "card_url", "updated_at", "reply_policy", "credentials")
 
 
 def _record(doc: dict[str, Any]) -> A2AAgentRecord:
-    return A2AAgentRecord(actor=doc["_id"], cursor=doc.get("cursor", 0), **{name: doc[name] for name in FIELDS})
+    return A2AAgentRecord(
+        actor=doc["_id"],
+        serve=doc["serve"],
+        capabilities=doc["capabilities"],
+        card_url=doc["card_url"],
+        updated_at=doc["updated_at"],
+        cursor=doc.get("cursor", 0),
+        reply_policy=doc.get("reply_policy", ADDRESSED),
+        credentials=doc.get("credentials") or {},
+    )
 
 
-def _context_key(caller: str, agent: str, context_id: str) -> str:
-    return orjson.dumps([caller, agent, context_id]).decode()  # unambiguous whatever the strings hold
+def _key(*parts: str) -> str:
+    return orjson.dumps(parts).decode()  # unambiguous whatever the strings hold
 
 
 class MongoA2A(A2AStore):
@@ -33,6 +43,10 @@ class MongoA2A(A2AStore):
     @property
     def _contexts(self) -> Any:
         return self._engine.db.a2a_contexts
+
+    @property
+    def _tasks(self) -> Any:
+        return self._engine.db.a2a_remote_tasks
 
     async def put(self, record: A2AAgentRecord) -> None:
         document = {name: getattr(record, name) for name in FIELDS}
@@ -52,14 +66,33 @@ class MongoA2A(A2AStore):
         return moved.modified_count > 0
 
     async def context(self, caller: str, agent: str, context_id: str) -> str | None:
-        doc = await self._contexts.find_one({"_id": _context_key(caller, agent, context_id)})
+        doc = await self._contexts.find_one({"_id": _key(caller, agent, context_id)})
         return None if doc is None else str(doc["thread_id"])
 
     async def bind_context(self, caller: str, agent: str, context_id: str, thread_id: str) -> str:
-        key = _context_key(caller, agent, context_id)
+        key = _key(caller, agent, context_id)
         try:
             await self._contexts.insert_one({"_id": key, "thread_id": thread_id})
         except DuplicateKeyError:
             pass  # bound first by another request: that binding holds
         found = await self._contexts.find_one({"_id": key})
         return str(found["thread_id"])
+
+    async def remote_task(self, actor: str, thread_id: str) -> RemoteTaskRecord | None:
+        doc = await self._tasks.find_one({"_id": _key(actor, thread_id)})
+        if doc is None:
+            return None
+        return RemoteTaskRecord(actor, thread_id, doc["context_id"], doc.get("task_id"), doc.get("updated_at", 0))
+
+    async def put_remote_task(self, record: RemoteTaskRecord) -> None:
+        document = {
+            "actor": record.actor,
+            "thread_id": record.thread_id,
+            "context_id": record.context_id,
+            "task_id": record.task_id,
+            "updated_at": record.updated_at,
+        }
+        await self._tasks.update_one({"_id": _key(record.actor, record.thread_id)}, {"$set": document}, upsert=True)
+
+    async def forget_remote_tasks(self, actor: str) -> None:
+        await self._tasks.delete_many({"actor": actor})

@@ -1,12 +1,25 @@
-"""A2A settings in the `a2a_agents` table, contexts in `a2a_contexts`."""
+"""A2A settings in the `a2a_agents` table, contexts in `a2a_contexts`, remote agents' tasks in
+`a2a_remote_tasks`."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from aitp.store.a2a import A2AAgentRecord, A2AStore
+from aitp.store.a2a import A2AAgentRecord, A2AStore, RemoteTaskRecord
 from aitp.store.sqlite.engine import SQLiteEngine
 from aitp.store.sqlite.schema import dumps, loads
+
+# the a2a_agents columns added since its first version, each with its definition (`upgrade`)
+COLUMNS_ADDED = {"reply_policy": "TEXT NOT NULL DEFAULT 'addressed'", "credentials": "TEXT"}
+
+
+def upgrade(conn: sqlite3.Connection) -> None:
+    """Once, on a store written before reply policies and credentials: its agents answer what is addressed
+    to them (the default) and hold no credentials."""
+    columns = {row["name"] for row in conn.execute("PRAGMA table_info(a2a_agents)")}
+    for name, definition in COLUMNS_ADDED.items():
+        if name not in columns:
+            conn.execute(f"ALTER TABLE a2a_agents ADD COLUMN {name} {definition}")
 
 
 def _record(row: sqlite3.Row) -> A2AAgentRecord:
@@ -17,7 +30,13 @@ def _record(row: sqlite3.Row) -> A2AAgentRecord:
         card_url=row["card_url"],
         updated_at=row["updated_at"],
         cursor=row["cursor"],
+        reply_policy=row["reply_policy"],
+        credentials=loads(row["credentials"]) or {},
     )
+
+
+def _task(row: sqlite3.Row) -> RemoteTaskRecord:
+    return RemoteTaskRecord(row["actor"], row["thread_id"], row["context_id"], row["task_id"], row["updated_at"])
 
 
 class SQLiteA2A(A2AStore):
@@ -25,14 +44,23 @@ class SQLiteA2A(A2AStore):
         self._engine = engine
 
     async def put(self, record: A2AAgentRecord) -> None:
-        values = (record.actor, int(record.serve), dumps(record.capabilities), record.card_url, record.updated_at)
+        values = (
+            record.actor,
+            int(record.serve),
+            dumps(record.capabilities),
+            record.card_url,
+            record.updated_at,
+            record.reply_policy,
+            dumps(record.credentials) if record.credentials else None,
+        )
 
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "INSERT INTO a2a_agents (actor, serve, capabilities, card_url, updated_at, cursor)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (actor) DO UPDATE SET serve = excluded.serve,"
-                " capabilities = excluded.capabilities, card_url = excluded.card_url,"
-                " updated_at = excluded.updated_at",
+                "INSERT INTO a2a_agents (actor, serve, capabilities, card_url, updated_at, reply_policy,"
+                " credentials, cursor) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (actor) DO UPDATE SET"
+                " serve = excluded.serve, capabilities = excluded.capabilities, card_url = excluded.card_url,"
+                " updated_at = excluded.updated_at, reply_policy = excluded.reply_policy,"
+                " credentials = excluded.credentials",
                 (*values, record.cursor),
             )
 
@@ -82,3 +110,30 @@ class SQLiteA2A(A2AStore):
             return str(row[0])
 
         return await self._engine.write(op)
+
+    async def remote_task(self, actor: str, thread_id: str) -> RemoteTaskRecord | None:
+        def op(conn: sqlite3.Connection) -> RemoteTaskRecord | None:
+            row = conn.execute(
+                "SELECT * FROM a2a_remote_tasks WHERE actor = ? AND thread_id = ?", (actor, thread_id)
+            ).fetchone()
+            return None if row is None else _task(row)
+
+        return await self._engine.run(op)
+
+    async def put_remote_task(self, record: RemoteTaskRecord) -> None:
+        values = (record.actor, record.thread_id, record.context_id, record.task_id, record.updated_at)
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO a2a_remote_tasks (actor, thread_id, context_id, task_id, updated_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                values,
+            )
+
+        await self._engine.write(op)
+
+    async def forget_remote_tasks(self, actor: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM a2a_remote_tasks WHERE actor = ?", (actor,))
+
+        await self._engine.write(op)

@@ -67,6 +67,7 @@ class MongoEngine:
             "webhook_deliveries",
             "a2a_agents",
             "a2a_contexts",
+            "a2a_remote_tasks",
             "actor_identities",
             "deleted_messages",
         ):
@@ -93,6 +94,7 @@ class MongoEngine:
         await db.api_keys.create_index([("expires_at", ASCENDING)])  # purging expired keys
         await db.capability_refs.create_index([("message_id", ASCENDING)])
         await db.deleted_messages.create_index([("thread_id", ASCENDING)])  # cleared with their thread
+        await db.a2a_remote_tasks.create_index([("actor", ASCENDING)])  # forgotten when the card URL changes
         # MongoDB deletes each record once its own `expires_at` has passed (so changing the retention
         # needs no index rebuild); `MongoIdempotency.purge` does the same for servers without a TTL monitor.
         await db.idempotency_keys.create_index([("expires_at", ASCENDING)], expireAfterSeconds=0)

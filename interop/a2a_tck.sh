@@ -3,8 +3,10 @@
 # command: a fresh clone has no TCK. Usage: interop/a2a_tck.sh [categories...] (default: mandatory capabilities)
 #   A2A_TCK_DIR   the TCK checkout (default: ../shared/reference/a2a-tck, commit 410ba92)
 #   TCK_VENV      a virtualenv for the TCK's own dependencies (created with `pip install -e $A2A_TCK_DIR`)
-# It starts `aitp serve` on a fresh store (SendMessage waits 1 s for an answer: see interop/tck_agent.py), makes the agent `tck-agent` reachable over A2A (its card also at
-# the host's /.well-known/agent-card.json, where the TCK looks), runs interop/tck_agent.py as that agent,
+# It starts `aitp serve` on a fresh store (SendMessage waits 1 s for an answer: see interop/tck_agent.py; any
+# actor may contact any other: the TCK's client is a plain key, not a verified actor), makes the agent
+# `tck-agent` reachable over A2A (its card also at the host's /.well-known/agent-card.json, where the TCK
+# looks), runs interop/tck_agent.py as that agent,
 # and runs run_tck.py as the actor `tck-client`. The TCK at 410ba92 calls the A2A 1.0 methods (SendMessage,
 # ...) without the A2A-Version header, which the a2a-sdk then reads as 0.3 and refuses (-32009): the
 # header is sent with the key through the TCK's A2A_AUTH_HEADERS.
@@ -31,7 +33,7 @@ ADMIN=aitp_tck_admin_$RANDOM$RANDOM
 cleanup() { kill "${AGENT_PID:-}" "${SERVER_PID:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-AITP_ADMIN_KEY=$ADMIN AITP_A2A_ROOT_AGENT=tck-agent AITP_RATE_LIMIT=0 AITP_A2A_WAIT_SECONDS=1 \
+AITP_ADMIN_KEY=$ADMIN AITP_A2A_ROOT_AGENT=tck-agent AITP_RATE_LIMIT=0 AITP_A2A_WAIT_SECONDS=1 AITP_CONTACT_POLICY=anyone \
   "$PY" -m aitp serve --store "sqlite:///$WORK/tck.db" --port "$PORT" >"$WORK/serve.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 100); do curl -sf "$BASE/health" >/dev/null && break; sleep 0.1; done

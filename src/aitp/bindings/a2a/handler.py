@@ -1,5 +1,5 @@
 """The A2A request handler of the agents served here: each A2A method as the same service calls the Threads
-face makes (post a message, read a thread's messages, follow its events), translated by `parts` and `tasks`.
+face makes (post a message, read a thread's event log, follow it), translated by `parts` and `tasks`.
 
 Served by the SDK's JSON-RPC dispatcher (A2A 1.0 and, on the same endpoint, 0.3). Who calls and which
 agent is called come in the call context (`routes.Context`).
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 from a2a.server.context import ServerCallContext
@@ -42,16 +42,29 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from google.protobuf.json_format import MessageToDict
+from packaging.version import InvalidVersion, Version
 
 from aitp.bindings.a2a.errors import a2a_error
 from aitp.bindings.a2a.parts import aitp_content
-from aitp.bindings.a2a.tasks import CONTEXT_ID, MESSAGE_ID, STATE, TASK, TaskView, parse_task_id
+from aitp.bindings.a2a.tasks import (
+    CONTEXT_ID,
+    MESSAGE_ID,
+    STATE,
+    TASK,
+    Refusal,
+    TaskView,
+    ThreadTasks,
+    parse_task_id,
+)
+from aitp.capabilities.registry import CapabilityRef
 from aitp.errors import APIError
-from aitp.events import payloads
 from aitp.events.stream import End, Frame, Overflow
 from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services import a2a_contexts as contexts
+from aitp.services import addressing
+from aitp.services import events as event_service
 from aitp.services import messages as message_service
 from aitp.services.access import readable_thread
 from aitp.services.requests import NewMessage
@@ -59,10 +72,10 @@ from aitp.services.streams import thread_end, thread_stream
 from aitp.store.a2a import A2AAgentRecord
 from aitp.store.base import EventRecord, MessageRecord
 
-PAGE = 100  # messages read at once while folding a task
-CREATED = "thread.message.created"
+PAGE = 200  # events read at once while folding a thread
 CANCELED_TEXT = "The client canceled this task."
 MAX_LISTED_THREADS = 100  # tasks/list without a context: the caller's most recent threads with the agent
+TO = "to"  # the A2A message's metadata naming its recipients (AITP `metadata.to`)
 
 
 class Call:
@@ -76,6 +89,31 @@ class Call:
     @property
     def caller(self) -> str:
         return self.principal.actor
+
+    def extension(self, capability: str, version: str) -> str:
+        """The URL a client declares `capability` with: the agent's own (its card lists it), else the
+        capability's canonical schema URL."""
+        for url in self.agent.capabilities:
+            ref = self.rt.registry.resolve(url)
+            if ref is not None and ref.id == capability:
+                return url
+        try:
+            return CapabilityRef(capability, Version(version)).url
+        except InvalidVersion:
+            return f"the schema URL of {capability}"
+
+    def describe(self, refusal: Refusal) -> str:
+        """The status text of a task whose answer was refused: what the client lacks and how to declare it."""
+        url = self.extension(refusal.capability, refusal.version)
+        return (
+            f"The agent's answer was refused: it holds a '{refusal.type}' message ({refusal.capability} "
+            f"{refusal.version}), a capability this client did not declare. To receive such answers, declare it: "
+            f"send your next message with {url} in its `extensions` (or in the A2A-Extensions header)."
+        )
+
+    def tasks(self, caller: str | None = None) -> ThreadTasks:
+        """An empty fold of the caller's tasks with the agent in a thread."""
+        return ThreadTasks(caller or self.caller, self.agent.actor, self.describe)
 
 
 CALL = "aitp.a2a.call"  # call-context state key
@@ -98,38 +136,34 @@ def _record_frame(record: EventRecord) -> Frame:
     return RecordFrame(record)
 
 
-def _message_of(record: EventRecord) -> MessageRecord | None:
-    if record.type != CREATED or payloads.written_before(record.data):
-        return None
-    message = payloads.message_of(record.data)
-    message.seq = record.seq  # the payload is written before the store gives the event its seq
-    return message
+async def _fold(call: Call, thread_id: str, tasks: ThreadTasks, until: int | None = None) -> None:
+    """Fold the thread's events after `tasks.cursor` into `tasks`, up to seq `until` (else to the log's end)."""
+    while until is None or tasks.cursor < until:
+        page = await event_service.list_events(call.rt, call.principal, thread_id, after=tasks.cursor, limit=PAGE)
+        for record in page.records:
+            if until is not None and record.seq > until:
+                return
+            tasks.apply_event(record)
+        if not page.has_more:
+            return
 
 
-async def _load(call: Call, task: str) -> tuple[TaskView, int]:
-    """The task as its thread's messages say now, and the seq of the last message read."""
+async def _load(call: Call, task: str) -> tuple[ThreadTasks, TaskView]:
+    """The task as its thread's log says now, with the fold of the thread it was read from."""
     thread_id, message_id = parse_task_id(task)
     try:
         view = await readable_thread(call.rt, call.principal, thread_id)
         first = await message_service.get_message(call.rt, call.principal, thread_id, message_id)
+        if view.member(call.agent.actor) is None or (first.actor != call.caller and not call.principal.admin):
+            raise TaskNotFoundError(message=f"No task found with id {task!r}.")
+        tasks = call.tasks(first.actor)
+        await _fold(call, thread_id, tasks)
     except APIError as error:
         raise a2a_error(error, task=task) from None
-    if view.member(call.agent.actor) is None or (first.actor != call.caller and not call.principal.admin):
+    found = tasks.tasks.get(message_id)
+    if found is None or found.deleted:  # a continuation, or not a message of the caller: not a task
         raise TaskNotFoundError(message=f"No task found with id {task!r}.")
-    if first.metadata.get(TASK):
-        raise TaskNotFoundError(message=f"No task found with id {task!r}.")  # a continuation, not a task
-    folded = TaskView(first, caller=first.actor, agent=call.agent.actor)
-    cursor, after = first.seq, first.id
-    while not folded.ended:
-        page, has_more = await message_service.list_messages(
-            call.rt, call.principal, thread_id, limit=PAGE, order="asc", after=after, before=None
-        )
-        for record in page:
-            folded.apply(record)
-            cursor, after = record.seq, record.id
-        if not has_more:
-            break
-    return folded, cursor
+    return tasks, found
 
 
 async def _post(call: Call, thread_id: str, content: list[Any], metadata: dict[str, str]) -> MessageRecord:
@@ -159,83 +193,92 @@ def _history_length(holder: Any, param: str) -> int | None:
     return int(holder.history_length)
 
 
-async def _send(call: Call, message: Message, requested: set[str]) -> tuple[TaskView, int]:
-    """Post the A2A message into its thread: a new task, or the next message of the task it names."""
+def _metadata(message: Message) -> dict[str, str]:
+    """The AITP metadata of the message an A2A message becomes: its messageId, and the recipients its
+    metadata names (`to`: actor ids; 400 naming `message.metadata.to` for another shape)."""
+    metadata = {MESSAGE_ID: message.message_id}
+    if message.HasField("metadata") and TO in message.metadata.fields:
+        named = MessageToDict(message.metadata)[TO]
+        metadata[addressing.TO] = addressing.encode_to(addressing.read_to(named, f"message.metadata.{TO}"))
+    return metadata
+
+
+def _sent(message: Message) -> Callable[[MessageRecord], bool]:
+    """Whether a thread's first message is `message`, sent before."""
+    return lambda record: record.metadata.get(MESSAGE_ID) == message.message_id
+
+
+async def _send(call: Call, message: Message, requested: set[str]) -> tuple[ThreadTasks, TaskView]:
+    """Post the A2A message into its thread: a new task, or the next message of the task it names. A
+    message the client sent before (its messageId already in the task, or starting a task of the context)
+    is not posted again: its task is answered as it stands."""
     content = aitp_content(message)
-    metadata = {MESSAGE_ID: message.message_id} if message.message_id else {}
     try:
+        metadata = _metadata(message)
         if message.task_id:
-            view, cursor = await _load(call, message.task_id)
+            tasks, view = await _load(call, message.task_id)
+            if tasks.by_client_id(message.message_id) is view:
+                return tasks, view  # sent again
             if view.ended:
                 raise UnsupportedOperationError(message=f"Task {view.id} has ended ({TaskState.Name(view.state)}).")
             record = await _post(call, view.first.thread_id, content, {**metadata, TASK: view.id})
-            view.apply(record)
-            return view, record.seq
+            await _fold(call, view.first.thread_id, tasks, until=record.seq)
+            return tasks, view
         capabilities = [*message.extensions, *requested]
+        tasks = call.tasks()
         if message.context_id:
             metadata[CONTEXT_ID] = message.context_id
             thread_id = await contexts.thread_for(call.rt, call.principal, call.agent, message.context_id, capabilities)
+            await _fold(call, thread_id, tasks)
+            sent = tasks.by_client_id(message.message_id)
+            if sent is not None:
+                return tasks, sent
             record = await _post(call, thread_id, content, metadata)
+            await _fold(call, thread_id, tasks, until=record.seq)
         else:  # a new context: its thread and the task's first message are one write
             first = NewMessage(content=content, metadata=metadata)
-            record = await contexts.open_with(call.rt, call.principal, call.agent, capabilities, first)
+            record, sent_before = await contexts.open_once(
+                call.rt, call.principal, call.agent, capabilities, first, message.message_id, _sent(message)
+            )
+            if sent_before:  # the task as it stands
+                await _fold(call, record.thread_id, tasks)
     except APIError as error:
         raise a2a_error(error) from None
-    return TaskView(record, caller=call.caller, agent=call.agent.actor), record.seq
+    return tasks, tasks.start(record)
 
 
-async def _follow(call: Call, view: TaskView, cursor: int) -> AsyncIterator[TaskView]:
-    """The task after each change read from its thread's events after `cursor`, until it is interrupted
-    (ended or waiting for the caller) or the thread ends."""
-    async with thread_stream(call.rt, call.principal, view.first.thread_id, cursor, _record_frame) as stream:
+async def _follow(call: Call, tasks: ThreadTasks, view: TaskView) -> AsyncIterator[TaskView]:
+    """The task after each change read from its thread's events after the fold's cursor, until it is
+    interrupted (ended or waiting for the caller) or the thread ends."""
+    thread_id = view.first.thread_id
+    async with thread_stream(call.rt, call.principal, thread_id, tasks.cursor, _record_frame) as stream:
         async for item in stream:
             if isinstance(item, End | Overflow):
                 return
             if not isinstance(item, RecordFrame):
                 continue  # a keep-alive tick: the SSE response pings on its own
-            record = _message_of(item.record)
-            if record is not None and view.apply(record):
+            if tasks.apply_event(item.record) is view:
                 yield view
                 if view.interrupted:
                     return
 
 
-async def _until_interrupted(call: Call, view: TaskView, cursor: int) -> None:
-    """SendMessage's wait: the task folded from its thread's events after `cursor` until it is interrupted
-    (ended, or waiting for the caller) or the thread ends. The thread's feed is read directly: one request
-    that returns, bounded by `a2a_wait_seconds`, needs no stream (its pump task, queue, keep-alives and
-    stream slot were a tenth of a SendMessage's CPU)."""
+async def _until_interrupted(call: Call, tasks: ThreadTasks, view: TaskView) -> None:
+    """SendMessage's wait: the task folded from its thread's events after the fold's cursor until it is
+    interrupted (ended, or waiting for the caller) or the thread ends. The thread's feed is read directly:
+    one request that returns, bounded by `a2a_wait_seconds`, needs no stream (its pump task, queue,
+    keep-alives and stream slot were a tenth of a SendMessage's CPU)."""
     with call.rt.hub.follow(view.first.thread_id) as feed:
         while True:
             wake = feed.signal.waiter()  # before the read: a change while it runs wakes the next wait
-            records = await feed.after(cursor, PAGE)
+            records = await feed.after(tasks.cursor, PAGE)
             for record in records:
-                cursor = record.seq
                 if thread_end(record, call.principal) is not None:
                     return
-                message = _message_of(record)
-                if message is not None and view.apply(message) and view.interrupted:
+                if tasks.apply_event(record) is view and view.interrupted:
                     return
             if not records:
                 await wake.wait()
-
-
-async def _tasks_in(call: Call, thread_id: str) -> list[TaskView]:
-    """The caller's tasks with the agent in a thread, each folded from the messages after its first."""
-    views: list[TaskView] = []
-    after: str | None = None
-    while True:
-        page, has_more = await message_service.list_messages(
-            call.rt, call.principal, thread_id, limit=PAGE, order="asc", after=after, before=None
-        )
-        for record in page:
-            for view in views:
-                view.apply(record)
-            if record.actor == call.caller and not record.metadata.get(TASK):
-                views.append(TaskView(record, caller=call.caller, agent=call.agent.actor))
-            after = record.id
-        if not has_more:
-            return views
 
 
 class AitpRequestHandler(RequestHandler):
@@ -251,13 +294,13 @@ class AitpRequestHandler(RequestHandler):
         call = _call(context)
         _check_message(params.message)
         history = _history_length(params.configuration, "configuration.historyLength")
-        view, cursor = await _send(call, params.message, context.requested_extensions)
+        tasks, view = await _send(call, params.message, context.requested_extensions)
         if params.configuration.return_immediately or view.interrupted:
             return view, history
         # wait for the agent's answer, up to a2a_wait_seconds: then the task is returned still working
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(call.rt.settings.a2a_wait_seconds):
-                await _until_interrupted(call, view, cursor)
+                await _until_interrupted(call, tasks, view)
         return view, history
 
     async def on_message_send_stream(
@@ -265,42 +308,43 @@ class AitpRequestHandler(RequestHandler):
     ) -> AsyncGenerator[Event]:
         call = _call(context)
         _check_message(params.message)
-        view, cursor = await _send(call, params.message, context.requested_extensions)
+        tasks, view = await _send(call, params.message, context.requested_extensions)
         yield view.task()
         if view.interrupted:
             return
-        async for changed in _follow(call, view, cursor):
+        async for changed in _follow(call, tasks, view):
             yield changed.update()
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         call = _call(context)
-        view, cursor = await _load(call, params.id)
+        tasks, view = await _load(call, params.id)
         if view.ended:
             raise UnsupportedOperationError(message=f"Task {view.id} has ended ({TaskState.Name(view.state)}).")
-        # the task as read, then every change after the last message read: nothing missed, nothing twice
+        # the task as read, then every change after the last event read: nothing missed, nothing twice
         yield view.task()
         if view.interrupted:
             return
-        async for changed in _follow(call, view, cursor):
+        async for changed in _follow(call, tasks, view):
             yield changed.update()
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         history = _history_length(params, "historyLength")
-        view, _ = await _load(_call(context), params.id)
+        _, view = await _load(_call(context), params.id)
         return view.task(history)
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
         call = _call(context)
-        view, _ = await _load(call, params.id)
+        tasks, view = await _load(call, params.id)
         if view.ended:
             raise TaskNotCancelableError(message=f"Task {view.id} has ended ({TaskState.Name(view.state)}).")
+        thread_id = view.first.thread_id
         try:
-            record = await _post(call, view.first.thread_id, [CANCELED_TEXT], {TASK: view.id, STATE: "canceled"})
+            record = await _post(call, thread_id, [CANCELED_TEXT], {TASK: view.id, STATE: "canceled"})
+            await _fold(call, thread_id, tasks, until=record.seq)  # what came first stays first
         except APIError as error:
             raise a2a_error(error, task=params.id) from None
-        view.apply(record)
         return view.task()
 
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
@@ -320,7 +364,11 @@ class AitpRequestHandler(RequestHandler):
                 threads = [] if thread_id is None else [thread_id]
             else:
                 threads = await contexts.threads_with(call.rt, call.principal, call.agent, MAX_LISTED_THREADS)
-            views = [v for t in threads for v in await _tasks_in(call, t)]
+            views = []
+            for thread_id in threads:
+                tasks = call.tasks()
+                await _fold(call, thread_id, tasks)
+                views.extend(tasks.shown())
         except APIError as error:
             raise a2a_error(error) from None
         if params.status:

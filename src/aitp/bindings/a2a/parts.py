@@ -135,3 +135,26 @@ def outgoing(record: MessageRecord, remote: str) -> Message:
     """A thread's message as sent to a remote A2A agent standing in the thread as `remote`: the thread is
     the context, the message's id its messageId."""
     return a2a_message(record, agent=remote, task_id="", context_id=record.thread_id)
+
+
+def notice_message(*, message_id: str, text: str, task_id: str, context_id: str, metadata: dict[str, str]) -> Message:
+    """A message of the service on the agent's behalf (no AITP message holds it): why a task failed."""
+    message = Message(
+        message_id=message_id, context_id=context_id, task_id=task_id, role=AGENT_ROLE, parts=[Part(text=text)]
+    )
+    message.metadata.update(metadata)
+    return message
+
+
+def notice_message_json(
+    *, message_id: str, text: str, task_id: str, context_id: str, metadata: dict[str, str]
+) -> dict[str, Any]:
+    """`notice_message` as protobuf's JSON printer writes it."""
+    return {
+        "messageId": message_id,
+        "contextId": context_id,
+        "taskId": task_id,
+        "role": AGENT_ROLE_NAME,
+        "parts": [{"text": text}],
+        "metadata": dict(metadata),
+    }

@@ -1,43 +1,66 @@
-"""A2A tasks over a thread: a task is one exchange, read from the thread's messages.
+"""A2A tasks over a thread: a task is one exchange, read from the thread's event log.
 
-A task starts with a message of the caller (its id names the task with the thread's: `task_id`) and goes on
-with the agent's replies. The agent's message ends it (`completed`), unless it asks something
-(`request_decision`, `request_data`: `input-required`), in which case the caller's answer, sent with the
-task's id (`metadata.a2a_task`), continues it. A caller's message with `metadata.a2a_state = canceled`
-cancels it. Other traffic in the thread (other tasks, other actors) is not the task's: an agent's message
-belongs to the task of the caller's latest message, or to the task its `metadata.a2a_task` names.
+A task starts with a message of the caller that names no task (its id names the task with the thread's:
+`task_id`) and goes on with the agent's replies. The agent's message ends it (`completed`), unless it asks
+something (`request_decision`, `request_data`: `input-required`), in which case the caller's answer, sent
+with the task's id (`metadata.a2a_task`), continues it. A caller's message with `metadata.a2a_state =
+canceled` cancels it. When the agent's answer is refused because the caller did not declare a capability
+it uses (the thread's `thread.message.refused` event, naming the agent and the caller among
+`unsupported_by`), the task ends `failed`, its status message naming the capability and how to declare it.
 
-Nothing about tasks is stored beside the thread: any instance reads the same state from the same log, and
-a stream of a task resumes from the thread's event log without a gap.
+Which task an agent's message (or refused message) answers, first rule that applies:
+1. the task its `metadata.a2a_task` names (none, if that task is not the caller's or has ended);
+2. the task of the message it replies to: `metadata.reply_to` or `metadata.a2a_reply_to` (what A2A
+   deliveries write) naming a message of the caller;
+3. the task whose caller's message holds the request it answers (a `decision` naming the caller's
+   `request_decision`, a `data` its `request_data`, a payment its quote, ...);
+4. otherwise the oldest task still waiting for the agent (first in, first out: the caller's message that
+   made it wait is the oldest): a plain AITP agent handles its inbox in order and answers in that order.
+An agent's message whose `metadata.to` names others and not the caller is none of the caller's tasks.
+
+Nothing about tasks is stored beside the thread: any instance reads the same state from the same log
+(`ThreadTasks`, folding the thread's events from its start: which task an answer goes to depends on the
+tasks before it), and a stream of a task resumes from the log without a gap. A message deleted since
+leaves its task's history; where the task went stays what the log said.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from a2a.types import Message, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from a2a.utils.errors import TaskNotFoundError
 
-from aitp.bindings.a2a.parts import a2a_message, a2a_message_json
-from aitp.store.base import MessageRecord
+from aitp.bindings.a2a.parts import a2a_message, a2a_message_json, notice_message, notice_message_json
+from aitp.capabilities.correlate import ANSWERS, REQUESTS
+from aitp.events import payloads
+from aitp.services import addressing
+from aitp.store.base import EventRecord, MessageRecord
 
-TASK = "a2a_task"  # metadata of a message that continues (or cancels) a task: the task's id
+TASK = "a2a_task"  # metadata of a message that continues (or cancels, or answers) a task: the task's id
 STATE = "a2a_state"  # metadata of the caller's message that cancels a task: "canceled"
 MESSAGE_ID = "a2a_message_id"  # the A2A client's messageId of a message it sent
 CONTEXT_ID = "a2a_context_id"  # the A2A client's contextId, when it chose one
-REQUESTS = frozenset({"request_decision", "request_data"})  # capability messages that ask the caller
-WORKING, COMPLETED, CANCELED = (
+REPLY_TO = ("reply_to", "a2a_reply_to")  # metadata of a reply naming the message it answers (AITP message id)
+REQUESTS_TYPES = frozenset({"request_decision", "request_data"})  # capability messages that ask the caller
+CREATED, DELETED, REFUSED = "thread.message.created", "thread.message.deleted", "thread.message.refused"
+WORKING, COMPLETED, CANCELED, FAILED = (
     TaskState.TASK_STATE_WORKING,
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_FAILED,
 )
 INPUT_REQUIRED = TaskState.TASK_STATE_INPUT_REQUIRED
-ENDED = frozenset({COMPLETED, CANCELED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED})
+ENDED = frozenset({COMPLETED, CANCELED, FAILED, TaskState.TASK_STATE_REJECTED})
 SEPARATOR = "."
 STATE_NAMES = {value: name for name, value in TaskState.items()}  # TaskState.Name, without its lookup per call
+
+Describe = Callable[["Refusal"], str]  # the text of a refusal's status message (the handler knows the URLs)
 
 
 @functools.lru_cache(maxsize=64)
@@ -60,12 +83,71 @@ def parse_task_id(value: str) -> tuple[str, str]:
 
 
 def _asks(record: MessageRecord) -> bool:
-    return any(summary is not None and summary.get("type") in REQUESTS for summary in record.aitp or ())
+    return any(summary is not None and summary.get("type") in REQUESTS_TYPES for summary in record.aitp or ())
+
+
+def _capability_bodies(record: MessageRecord) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(capability id, message type, body under the type) of each validated capability part."""
+    for index, summary in enumerate(record.aitp or ()):
+        if summary is None or not summary.get("capability"):
+            continue
+        try:
+            body = orjson.loads(record.content[index]["text"]["value"]).get(summary["type"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+            continue
+        if isinstance(body, dict):
+            yield summary["capability"], summary["type"], body
+
+
+def _keys_asked(record: MessageRecord) -> Iterator[tuple[str, str]]:
+    """What others may answer in a message: its requests (kind, id), and the answers it gives as the slots
+    later answers name (a payment's quote, answered by its confirmation)."""
+    for capability, kind, body in _capability_bodies(record):
+        request = REQUESTS.get(capability, {}).get(kind)
+        if request is not None and request.id_key in body:
+            yield kind, str(body[request.id_key])
+        answer = ANSWERS.get(capability, {}).get(kind)
+        if answer is not None and body.get(answer.key) is not None:
+            yield answer.slot, str(body[answer.key])
+
+
+def _keys_answered(record: MessageRecord) -> Iterator[tuple[str, str]]:
+    """The requests (or answer slots) a message answers: (kind, id)."""
+    for capability, kind, body in _capability_bodies(record):
+        answer = ANSWERS.get(capability, {}).get(kind)
+        if answer is not None and body.get(answer.key) is not None:
+            yield answer.request, str(body[answer.key])
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The agent's message the service refused because the caller cannot read a capability it holds."""
+
+    seq: int
+    created_at: int
+    agent: str
+    capability: str  # its id, e.g. aitp-02-decisions
+    version: str
+    type: str  # the refused part's message type, e.g. request_decision
+    unsupported_by: tuple[str, ...]
+
+    @classmethod
+    def of(cls, record: EventRecord) -> Refusal:
+        data = record.data
+        return cls(
+            seq=record.seq,
+            created_at=record.created_at,
+            agent=str(data.get("actor", "")),
+            capability=str(data.get("capability", "")),
+            version=str(data.get("version", "")),
+            type=str(data.get("type", "")),
+            unsupported_by=tuple(data.get("unsupported_by") or ()),
+        )
 
 
 @dataclass
 class TaskView:
-    """A task's state, folded from its first message and the thread's messages after it, in order."""
+    """A task's state, folded from its first message and the thread's events after it, in order."""
 
     first: MessageRecord
     caller: str
@@ -73,8 +155,10 @@ class TaskView:
     state: TaskState = WORKING
     history: list[MessageRecord] = field(default_factory=list)
     status_message: MessageRecord | None = None
+    refusal: Refusal | None = None  # why it failed, when the agent's answer was refused
+    notice: str = ""  # the refusal's text, for the client
     updated_at: int = 0
-    _current: bool = True  # whether the caller's latest message is this task's
+    deleted: bool = False  # its first message was deleted since: not shown
 
     def __post_init__(self) -> None:
         self.history = [self.first]
@@ -97,36 +181,61 @@ class TaskView:
         """Ended, or waiting for the caller: where a stream of the task stops."""
         return self.ended or self.state == INPUT_REQUIRED
 
-    def apply(self, record: MessageRecord) -> bool:
-        """Fold in a message of the thread that came after the task's first; whether it changed the task."""
-        if self.ended or record.seq <= self.first.seq:
-            return False
-        named = record.metadata.get(TASK)
-        if record.actor == self.caller:
-            self._current = named == self.id
-            if not self._current:
-                return False
-            self.history.append(record)
-            self.updated_at = record.created_at
-            self.state = CANCELED if record.metadata.get(STATE) == "canceled" else WORKING
-            self.status_message = None
-            return True
-        if record.actor != self.agent or (named != self.id if named else not self._current):
-            return False
+    def continued(self, record: MessageRecord) -> None:
+        """The caller's next message of the task."""
+        self.history.append(record)
+        self.updated_at = record.created_at
+        self.state = CANCELED if record.metadata.get(STATE) == "canceled" else WORKING
+        self.status_message = None
+
+    def answered(self, record: MessageRecord) -> None:
+        """The agent's message for the task."""
         self.history.append(record)
         self.updated_at = record.created_at
         self.status_message = record
         self.state = INPUT_REQUIRED if _asks(record) else COMPLETED
-        return True
+
+    def failed(self, refusal: Refusal, notice: str) -> None:
+        self.refusal, self.notice = refusal, notice
+        self.updated_at = refusal.created_at
+        self.status_message = None
+        self.state = FAILED
+
+    def drop(self, message_id: str) -> None:
+        """A message of the task deleted since: out of its history (and its status)."""
+        if message_id == self.first.id:
+            self.deleted = True
+        self.history = [r for r in self.history if r.id != message_id]
+        if self.status_message is not None and self.status_message.id == message_id:
+            self.status_message = None
 
     def message(self, record: MessageRecord) -> Message:
         return a2a_message(record, agent=self.agent, task_id=self.id, context_id=self.context_id)
+
+    def _notice_fields(self) -> dict[str, Any]:
+        refusal = self.refusal
+        assert refusal is not None
+        return {
+            "message_id": f"{self.id}{SEPARATOR}refused{SEPARATOR}{refusal.seq}",
+            "text": self.notice,
+            "task_id": self.id,
+            "context_id": self.context_id,
+            "metadata": {
+                "aitp_actor": refusal.agent,
+                "aitp_code": "capability_not_supported",
+                "aitp_capability": refusal.capability,
+                "aitp_version": refusal.version,
+                "aitp_type": refusal.type,
+            },
+        }
 
     def status(self) -> TaskStatus:
         status = TaskStatus(state=self.state)
         status.timestamp.FromSeconds(int(self.updated_at))
         if self.status_message is not None:
             status.message.CopyFrom(self.message(self.status_message))
+        elif self.refusal is not None:
+            status.message.CopyFrom(notice_message(**self._notice_fields()))
         return status
 
     def _shown(self, history_length: int | None) -> list[MessageRecord]:
@@ -153,6 +262,8 @@ class TaskView:
         status: dict[str, Any] = {"state": STATE_NAMES[self.state]}
         if self.status_message is not None:
             status["message"] = message(self.status_message)
+        elif self.refusal is not None:
+            status["message"] = notice_message_json(**self._notice_fields())
         status["timestamp"] = _timestamp(int(self.updated_at))
         task: dict[str, Any] = {"id": self.id, "contextId": self.context_id, "status": status}
         shown = self._shown(history_length)
@@ -163,3 +274,143 @@ class TaskView:
 
     def update(self) -> TaskStatusUpdateEvent:
         return TaskStatusUpdateEvent(task_id=self.id, context_id=self.context_id, status=self.status())
+
+
+def message_of(record: EventRecord) -> MessageRecord | None:
+    """The message a `thread.message.created` event holds, its seq set; None for any other event (and for
+    events written before the log held neutral records)."""
+    if record.type != CREATED or payloads.written_before(record.data):
+        return None
+    message = payloads.message_of(record.data)
+    message.seq = record.seq  # the payload is written before the store gives the event its seq
+    return message
+
+
+class ThreadTasks:
+    """The caller's tasks with the agent in one thread, folded from the thread's events in order (the rules
+    in the module's docstring). `describe` writes the status text of a task failed by a refusal."""
+
+    def __init__(self, caller: str, agent: str, describe: Describe) -> None:
+        self.caller = caller
+        self.agent = agent
+        self.describe = describe
+        self.tasks: dict[str, TaskView] = {}  # by first message id, oldest first
+        self.cursor = 0  # the seq of the last event folded
+        self._waiting: dict[str, TaskView] = {}  # waiting for the agent, oldest wait first
+        self._of_message: dict[str, TaskView] = {}  # message id -> its task
+        self._of_client_id: dict[str, TaskView] = {}  # the caller's A2A messageId -> its task
+        self._of_request: dict[tuple[str, str], TaskView] = {}  # what the caller asked -> its task
+
+    def start(self, record: MessageRecord) -> TaskView:
+        """A task the caller's message `record` starts (folded already or not)."""
+        folded = self.tasks.get(record.id)
+        if folded is None:
+            self.apply(record)
+            folded = self.tasks[record.id]
+        return folded
+
+    def by_client_id(self, message_id: str) -> TaskView | None:
+        """The task of the caller's message the A2A client sent with this messageId, if any."""
+        return self._of_client_id.get(message_id) if message_id else None
+
+    def apply_event(self, record: EventRecord) -> TaskView | None:
+        """Fold in the thread's next event; the task it changed, if any."""
+        if record.seq <= self.cursor:
+            return None
+        self.cursor = record.seq
+        if record.type == CREATED:
+            message = message_of(record)
+            return None if message is None else self.apply(message)
+        if record.type == REFUSED:
+            return self._refused(Refusal.of(record))
+        if record.type == DELETED:
+            task = self._of_message.get(str(record.data.get("id")))
+            if task is not None:
+                task.drop(str(record.data.get("id")))
+        return None
+
+    def apply(self, record: MessageRecord) -> TaskView | None:
+        """Fold in a message of the thread (in order); the task it changed, if any."""
+        self.cursor = max(self.cursor, record.seq)
+        if record.actor == self.caller:
+            return self._from_caller(record)
+        if record.actor == self.agent:
+            return self._from_agent(record)
+        return None
+
+    def _from_caller(self, record: MessageRecord) -> TaskView | None:
+        named = record.metadata.get(TASK)
+        if named:
+            task = self._named(named)
+            if task is None:
+                return None
+            was_waiting = task.state == WORKING
+            task.continued(record)
+            if task.ended:
+                self._waiting.pop(task.first.id, None)
+            elif not was_waiting:
+                self._waiting[task.first.id] = task  # waits again, after the tasks already waiting
+        else:
+            task = self.tasks[record.id] = self._waiting[record.id] = TaskView(record, self.caller, self.agent)
+        self._of_message[record.id] = task
+        client_id = record.metadata.get(MESSAGE_ID)
+        if client_id:
+            self._of_client_id.setdefault(client_id, task)
+        for key in _keys_asked(record):
+            self._of_request[key] = task
+        return task
+
+    def _named(self, value: str) -> TaskView | None:
+        """The caller's task a message names, unless it ended."""
+        thread_id, _, first = value.partition(SEPARATOR)
+        task = self.tasks.get(first)
+        if task is None or task.first.thread_id != thread_id or task.ended:
+            return None
+        return task
+
+    def _from_agent(self, record: MessageRecord) -> TaskView | None:
+        to = addressing.recipients(record.metadata)
+        if to is not None and self.caller not in to:
+            return None  # for other actors of the thread
+        task = self._answered_task(record)
+        if task is None:
+            return None
+        task.answered(record)
+        self._of_message[record.id] = task
+        if task.state != WORKING:
+            self._waiting.pop(task.first.id, None)
+        return task
+
+    def _answered_task(self, record: MessageRecord) -> TaskView | None:
+        metadata = record.metadata
+        named = metadata.get(TASK)
+        if named:
+            return self._named(named)
+        for key in REPLY_TO:
+            replied = self._of_message.get(metadata.get(key, ""))
+            if replied is not None:
+                return None if replied.ended else replied
+        if record.aitp:
+            for answered in _keys_answered(record):
+                asked = self._of_request.get(answered)
+                if asked is not None:
+                    return None if asked.ended else asked
+        return self._oldest_waiting()
+
+    def _oldest_waiting(self) -> TaskView | None:
+        return next(iter(self._waiting.values()), None)
+
+    def _refused(self, refusal: Refusal) -> TaskView | None:
+        """The agent's answer refused because the caller cannot read it: the task it was for fails."""
+        if refusal.agent != self.agent or self.caller not in refusal.unsupported_by:
+            return None
+        task = self._oldest_waiting()
+        if task is None:
+            return None
+        task.failed(refusal, self.describe(refusal))
+        self._waiting.pop(task.first.id, None)
+        return task
+
+    def shown(self) -> list[TaskView]:
+        """The tasks a reader is shown (not those whose first message was deleted since), oldest first."""
+        return [task for task in self.tasks.values() if not task.deleted]

@@ -45,7 +45,17 @@ async def test_every_read_answers_as_the_version_that_wrote_the_store(old_store,
     actor, _, path = request_line.split(" ", 2)
     response = await old_store(actor).get(path)
     assert response.status_code == 200, response.text
-    assert response.json() == EXPECTED["answers"][request_line]
+    assert _without_turns(response.json()) == EXPECTED["answers"][request_line]
+
+
+def _without_turns(answer: Any) -> Any:
+    """A thread (or a list of them) as the old version answered it: `turns` was added since, and an old
+    thread has none used."""
+    threads = answer.get("data", [answer]) if isinstance(answer, dict) else []
+    for thread in threads:
+        if isinstance(thread, dict) and thread.get("object") == "thread":
+            assert thread.pop("turns") == {"budget": None, "persons": [], "agent_turns": 0, "paused": False}
+    return answer
 
 
 async def test_new_events_follow_old_ones_in_the_same_shapes(old_store) -> None:  # type: ignore[no-untyped-def]
@@ -64,4 +74,4 @@ async def test_new_events_follow_old_ones_in_the_same_shapes(old_store) -> None:
     old_message = next(e for e in old_page["data"] if e["type"] == "thread.message.created")["data"]
     old_thread = next(e for e in old_page["data"] if e["type"] == "thread.updated")["data"]
     assert set(created["data"]) == set(old_message)
-    assert set(updated["data"]) == set(old_thread)
+    assert set(updated["data"]) == {*old_thread, "turns"}  # turns: added since

@@ -32,6 +32,9 @@ SERVER_ENV = {
     "AITP_RATE_LIMIT": "0",
     "AITP_MAX_ACTORS": "10000",
     "AITP_CONTACT_POLICY": "anyone",
+    # writers are agents posting in threads of their own creating and others': load, not a conversation
+    "AITP_TURN_BUDGET": "0",
+    "AITP_AGENT_MESSAGES_PER_MINUTE": "0",
 }
 MESSAGE_CREATED = "thread.message.created"
 RETRIES = 2  # per POST that got no answer at all

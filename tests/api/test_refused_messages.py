@@ -41,7 +41,8 @@ async def test_the_refusal_names_who_cannot_read_and_every_member_sees_it(api: A
     thread = (await user.post("/threads", json={"actors": actors})).json()["id"]
     secret = {**REQUEST, "request_decision": {**REQUEST["request_decision"], "title": SECRET}}
 
-    refused = await shop.post(f"/threads/{thread}/messages", json={"content": ["Red?", json.dumps(secret)]})
+    body = {"content": ["Red?", json.dumps(secret)], "metadata": {"reply_to": "msg_asked"}}
+    refused = await shop.post(f"/threads/{thread}/messages", json=body)
 
     assert refused.status_code == 422, refused.text
     error = refused.json()["error"]
@@ -61,6 +62,7 @@ async def test_the_refusal_names_who_cannot_read_and_every_member_sees_it(api: A
         "type": "request_decision",
         "param": "content[1].$schema",
         "unsupported_by": ["user.near", "bank.near"],
+        "reply_to": "msg_asked",  # the message it answered (an A2A task it was for fails)
     }
     assert_valid("message-refusal", event["data"])
     assert_valid("event", event)

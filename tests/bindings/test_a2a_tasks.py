@@ -180,22 +180,45 @@ async def test_two_tasks_at_once_in_one_context_are_answered_in_order(store: Sto
             assert sorted(t.status.message.parts[0].text for t in listed.tasks) == ["echo: one", "echo: two"]
 
 
-@pytest.mark.parametrize("marker", ["reply_to", "a2a_reply_to"])
-async def test_an_answer_naming_the_message_it_replies_to_goes_to_its_task(store: Store, marker: str) -> None:
-    """The agent answers the second message first, each reply naming the message it answers."""
+@pytest.mark.parametrize("marker", ["reply_to", "a2a_reply_to", None])
+async def test_an_answer_naming_the_message_it_replies_to_goes_to_its_task(store: Store, marker: str | None) -> None:
+    """The agent answers the second message first, each reply naming the message it answers (None: as
+    `Incoming.reply` names it by itself)."""
     heard: list[Incoming] = []
 
     async def later_first(incoming: Incoming) -> None:
         heard.append(incoming)
         if len(heard) == 2:
             for each in reversed(heard):
-                await each.reply(f"echo: {each.text}", metadata={marker: each.message.id})
+                metadata = None if marker is None else {marker: each.message.id}
+                await each.reply(f"echo: {each.text}", metadata=metadata)
 
     async with service(store) as svc:
         await svc.a2a_settings("shop", serve=True)
         async with agent_running(svc.base, await svc.key("shop"), later_first), two_tasks(svc) as (client, ids):
             answers = [await until_ended(client, task_id) for task_id in ids]
             assert [a.status.message.parts[0].text for a in answers] == ["echo: one", "echo: two"]
+
+
+async def test_a_refused_answer_fails_the_task_of_the_message_it_replies_to(store: Store) -> None:
+    """The agent answers the second message first with a request the caller cannot read (refused), then the
+    first with text: the second task fails, the first completes."""
+    heard: list[Incoming] = []
+
+    async def later_first(incoming: Incoming) -> None:
+        heard.append(incoming)
+        if len(heard) == 2:
+            first, second = heard
+            with pytest.raises(Exception, match="capability_not_supported"):
+                await second.reply([json.dumps(request_decision("ask-second"))])
+            await first.reply(f"echo: {first.text}")
+
+    async with service(store) as svc:
+        await svc.a2a_settings("shop", serve=True, capabilities=[DECISIONS])
+        async with agent_running(svc.base, await svc.key("shop"), later_first), two_tasks(svc) as (client, ids):
+            first, second = [await until_ended(client, task_id) for task_id in ids]
+            assert first.status.state == COMPLETED and first.status.message.parts[0].text == "echo: one"
+            assert_refusal(second)
 
 
 async def test_a_decision_goes_to_the_task_of_the_request_it_answers(store: Store) -> None:

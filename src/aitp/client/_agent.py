@@ -79,10 +79,12 @@ class Incoming:
         """Post `content` in the thread, as `create_message` does, with an `Idempotency-Key` made of the message
         answered and the reply's number: handling the same event again (after a restart) posts nothing twice.
         So make a reply depend only on the event (ids derived from it, not random): a retry with other
-        content under the same key is refused (422 `idempotency_key_reused`)."""
+        content under the same key is refused (422 `idempotency_key_reused`). Its `metadata.reply_to` names the
+        message answered (so an A2A client's task that asked it gets this answer, whatever else is waiting)."""
         self._replies += 1
         where = self.part.index if self.part is not None else "text"
         key = f"aitp-reply:{self.message.id}:{where}:{self._replies}"
+        metadata = {"reply_to": self.message.id, **(metadata or {})}
         return await self.agent.client.create_message(self.thread_id, content, metadata=metadata, idempotency_key=key)
 
     async def find(self, type: str, *, sender: str | None = None, **fields: Any) -> CapabilityPayload | None:

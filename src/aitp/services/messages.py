@@ -126,8 +126,15 @@ def build_message(
     return record, parts
 
 
-def refusal_event(thread_id: str, refused: CapabilityNotSupported, created_at: int) -> NewEvent:
-    """`thread.message.refused`: what the members need to know to let such a message through (no content)."""
+REPLY_TO = ("reply_to", "a2a_reply_to")  # metadata naming the message a reply answers (a client's, A2A's)
+
+
+def refusal_event(
+    thread_id: str, refused: CapabilityNotSupported, created_at: int, metadata: dict[str, Any] | None = None
+) -> NewEvent:
+    """`thread.message.refused`: what the members need to know to let such a message through (no content),
+    and the message it answered, when its metadata said (so an A2A task it was for can fail)."""
+    replied = next((v for k in REPLY_TO if isinstance(v := (metadata or {}).get(k), str) and v), None)
     refusal = {
         "thread_id": thread_id,
         "actor": refused.sender,
@@ -137,6 +144,7 @@ def refusal_event(thread_id: str, refused: CapabilityNotSupported, created_at: i
         "type": refused.part.type,
         "param": refused.param or "",
         "unsupported_by": refused.unsupported_by,
+        "reply_to": replied,
     }
     return NewEvent("thread.message.refused", refusal, created_at)
 
@@ -178,7 +186,8 @@ async def _prepared(
         record, parts = build_message(rt, principal, view, body, created_at, param)
     except CapabilityNotSupported as refused:
         if refused.by_recipients:
-            await rt.store.append_event(view.thread.id, refusal_event(view.thread.id, refused, created_at))
+            refusal = refusal_event(view.thread.id, refused, created_at, body.metadata)
+            await rt.store.append_event(view.thread.id, refusal)
         raise
     if not parts:
         return record, Correlation()

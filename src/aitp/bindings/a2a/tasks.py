@@ -130,6 +130,7 @@ class Refusal:
     version: str
     type: str  # the refused part's message type, e.g. request_decision
     unsupported_by: tuple[str, ...]
+    reply_to: str = ""  # the message the refused answer answered, when it said
 
     @classmethod
     def of(cls, record: EventRecord) -> Refusal:
@@ -142,6 +143,7 @@ class Refusal:
             version=str(data.get("version", "")),
             type=str(data.get("type", "")),
             unsupported_by=tuple(data.get("unsupported_by") or ()),
+            reply_to=str(data.get("reply_to") or ""),
         )
 
 
@@ -404,7 +406,8 @@ class ThreadTasks:
         """The agent's answer refused because the caller cannot read it: the task it was for fails."""
         if refusal.agent != self.agent or self.caller not in refusal.unsupported_by:
             return None
-        task = self._oldest_waiting()
+        replied = self._of_message.get(refusal.reply_to)
+        task = replied if replied is not None and not replied.ended else self._oldest_waiting()
         if task is None:
             return None
         task.failed(refusal, self.describe(refusal))

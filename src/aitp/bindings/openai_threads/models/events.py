@@ -79,3 +79,7 @@ class MessageRefusal(BaseModel):
     unsupported_by: list[str] = Field(
         description="The actors that cannot read it; once they declare the capability, the message goes through."
     )
+    reply_to: str | None = Field(
+        default=None,
+        description="The message it answered, when its metadata named one (`reply_to`, `a2a_reply_to`).",
+    )

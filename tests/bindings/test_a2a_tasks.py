@@ -320,6 +320,25 @@ async def test_a_message_sent_again_answers_the_same_task_and_posts_nothing(stor
         assert streams[1][0].task.status.state == COMPLETED  # as it stands: answered by the first time
 
 
+async def test_a_message_sent_again_after_its_context_was_deleted_is_refused_naming_its_id(store: Store) -> None:
+    async with service(store) as svc:
+        await svc.a2a_settings("shop", serve=True)
+        key = await svc.key("alice")
+        headers = {"Authorization": f"Bearer {key}", "A2A-Version": "1.0"}
+        async with (
+            agent_running(svc.base, await svc.key("shop"), echo),
+            httpx.AsyncClient(base_url=svc.base, headers=headers) as http,
+        ):
+            first = (await http.post("/a2a/shop", json=call("SendMessage", text("m-gone")))).json()["result"]["task"]
+            deleted = await http.delete(f"/v1/threads/{first['metadata']['aitp_thread_id']}")
+            assert deleted.status_code == 200, deleted.text
+            again = (await http.post("/a2a/shop", json=call("SendMessage", text("m-gone"), 2))).json()
+        error = again["error"]
+        assert error["code"] == -32602, error
+        assert "messageId" in error["message"]
+        assert any(d.get("metadata", {}).get("param") == "message.messageId" for d in error.get("data") or []), error
+
+
 async def test_a_task_continued_twice_with_one_message_gets_it_once(store: Store) -> None:
     async with service(store) as svc:
         await svc.a2a_settings("shop", serve=True)

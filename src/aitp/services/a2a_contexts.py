@@ -8,8 +8,8 @@ declaration (how a client that was refused an answer declares what it lacks). A 
 per caller and agent (`store.a2a`): two callers' "ctx-1" are two threads.
 
 A message that opens a new context is posted once per caller, agent and A2A messageId (`open_once`): the
-first reserves the messageId (an idempotency record, scope `a2a:{caller}`), and one sent again finds the
-task the first opened among the caller's threads opened since.
+thread's write keeps the messageId (an idempotency record, scope `a2a:{caller}`) with where the message is,
+and one sent again finds the task the first opened there.
 """
 
 from __future__ import annotations
@@ -17,24 +17,24 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-from aitp.errors import Conflict, NotFound
+import orjson
+
+from aitp.errors import InvalidRequest, NotFound
 from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services import actors, threads
 from aitp.services import messages as message_service
 from aitp.services.access import readable_thread
-from aitp.services.idempotency import PENDING_TIMEOUT
 from aitp.services.requests import ActorDeclaration, NewMessage, NewThread
 from aitp.store.a2a import A2AAgentRecord
-from aitp.store.base import MessageRecord
+from aitp.store.base import KeyTaken, MessageRecord, ThreadRecord
 from aitp.store.idempotency import IdempotencyRecord
 
 THREAD_PREFIX = "thread_"
 SCOPE = "a2a:"  # idempotency scopes of A2A messageIds: never an API key's id
-SEARCHED_THREADS = 2000  # at most this many of the caller's newest threads are looked at for a message sent again
-CLOCK_SKEW = 2  # seconds: a thread opened by the first request may carry a time a little before its reservation
+FINGERPRINT = "a2a SendMessage"
 
 
 async def existing_thread(rt: Runtime, principal: Principal, agent: A2AAgentRecord, context_id: str) -> str | None:
@@ -109,27 +109,24 @@ async def thread_for(
 
 
 async def open_with(
-    rt: Runtime, principal: Principal, agent: A2AAgentRecord, capabilities: Iterable[str], first: NewMessage
+    rt: Runtime,
+    principal: Principal,
+    agent: A2AAgentRecord,
+    capabilities: Iterable[str],
+    first: NewMessage,
+    once: threads.Once | None = None,
 ) -> MessageRecord:
     """A new context: its thread opened with its first message in one write (the message as stored).
     A context the client names goes through `thread_for` instead: the thread is bound to it before anything
     is posted, so a thread that loses the race to bind is deleted before any actor saw a message in it."""
     body = _new_thread(rt, principal, agent, capabilities, first)
     # its refusals name the message's fields as a message posted into a thread does (`content[0]...`)
-    _, _, (record,) = await threads.create_thread_with_messages(rt, principal, body, lambda _: "")
+    _, _, (record,) = await threads.create_thread_with_messages(rt, principal, body, lambda _: "", once)
     return record
 
 
-def _reservation(rt: Runtime, principal: Principal, agent: A2AAgentRecord, message_id: str) -> IdempotencyRecord:
-    now = time.time()
-    return IdempotencyRecord(
-        scope=f"{SCOPE}{principal.actor}",
-        key=hashlib.sha256(f"{agent.actor}\n{message_id}".encode()).hexdigest(),
-        fingerprint="a2a SendMessage",
-        token=uuid.uuid4().hex,
-        created_at=now,
-        expires_at=now + rt.settings.idempotency_ttl_hours * 3600,
-    )
+def _key(principal: Principal, agent: A2AAgentRecord, message_id: str) -> tuple[str, str]:
+    return f"{SCOPE}{principal.actor}", hashlib.sha256(f"{agent.actor}\n{message_id}".encode()).hexdigest()
 
 
 async def open_once(
@@ -139,53 +136,42 @@ async def open_once(
     capabilities: Iterable[str],
     first: NewMessage,
     message_id: str,
-    is_it: Callable[[MessageRecord], bool],
 ) -> tuple[MessageRecord, bool]:
     """`open_with`, once per caller, agent and A2A `message_id`, and whether the message was sent before:
-    then it is the message the first request posted (`is_it` says whether a thread's first message is it).
-    409 naming `message.messageId` while the first request has not posted it yet."""
-    claim = _reservation(rt, principal, agent, message_id)
-    ttl = claim.expires_at - claim.created_at
-    held = await rt.store.idempotency.claim(claim, pending_timeout=ttl)  # kept until it expires
-    if held is not None:
-        sent = await _sent_since(rt, principal, agent, held.created_at - CLOCK_SKEW, is_it)
-        if sent is not None:
-            return sent, True
-        # not posted: the first request is under way, or died before its write (then this one takes over)
-        if await rt.store.idempotency.claim(claim, pending_timeout=PENDING_TIMEOUT) is not None:
-            raise Conflict(
-                "A message with this messageId is still being sent; send it again shortly.",
-                param="message.messageId",
-                code="message_in_progress",
-            )
+    then it is the message the first request posted. The key is kept in the thread's own write (no write of
+    its own), with where the message is; a message whose thread was deleted since cannot be sent again (400
+    naming `message.messageId`)."""
+    scope, key = _key(principal, agent, message_id)
+
+    def kept(thread: ThreadRecord, messages: list[MessageRecord]) -> IdempotencyRecord:
+        now = time.time()
+        where = orjson.dumps({"thread_id": thread.id, "message_id": messages[0].id}).decode()
+        expires_at = now + rt.settings.idempotency_ttl_hours * 3600
+        return IdempotencyRecord(scope, key, FINGERPRINT, uuid.uuid4().hex, now, expires_at, status=200, body=where)
+
     try:
-        return await open_with(rt, principal, agent, capabilities, first), False
-    except BaseException:
-        await rt.store.idempotency.release(claim.scope, claim.key, claim.token)  # refused: a retry runs again
-        raise
+        return await open_with(rt, principal, agent, capabilities, first, kept), False
+    except KeyTaken:
+        pass
+    held = await rt.store.idempotency.get(scope, key)
+    sent = None if held is None else await _sent(rt, principal, held)
+    if sent is None:
+        raise InvalidRequest(
+            f"A message with messageId {message_id!r} was sent before and its task is gone (its context was"
+            " deleted): send it with a new messageId.",
+            param="message.messageId",
+            code="message_id_reused",
+        )
+    return sent, True
 
 
-async def _sent_since(
-    rt: Runtime, principal: Principal, agent: A2AAgentRecord, since: float, is_it: Callable[[MessageRecord], bool]
-) -> MessageRecord | None:
-    """The first message of the caller's threads with the agent opened at `since` or later that `is_it`."""
-    after: str | None = None
-    for _ in range(SEARCHED_THREADS // 100):
-        found, has_more = await threads.list_threads(rt, principal, limit=100, order="desc", after=after, before=None)
-        for thread, members in found:
-            if thread.created_at < since:
-                return None
-            if thread.creator != principal.actor or all(a.id != agent.actor for a in members):
-                continue
-            page, _ = await message_service.list_messages(
-                rt, principal, thread.id, limit=1, order="asc", after=None, before=None
-            )
-            if page and page[0].actor == principal.actor and is_it(page[0]):
-                return page[0]
-        if not has_more or not found:
-            return None
-        after = found[-1][0].id
-    return None
+async def _sent(rt: Runtime, principal: Principal, held: IdempotencyRecord) -> MessageRecord | None:
+    """The message a kept key names, if it is still there."""
+    try:
+        where = orjson.loads(held.body or "")
+        return await message_service.get_message(rt, principal, where["thread_id"], where["message_id"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, NotFound):
+        return None
 
 
 async def threads_with(rt: Runtime, principal: Principal, agent: A2AAgentRecord, limit: int) -> list[str]:

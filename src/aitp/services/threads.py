@@ -31,12 +31,15 @@ from aitp.services.access import ThreadView, readable_thread, thread_views
 from aitp.services.paging import cursor_page
 from aitp.services.requests import ActorDeclaration, NewMessage, NewThread, ThreadChanges
 from aitp.store.base import ActorRecord, DuplicateRef, MessageRecord, NewEvent, Order, ThreadRecord
+from aitp.store.idempotency import IdempotencyRecord
 
 # Keys of a thread's metadata that the server owns (AITP-T01 carries them in metadata).
 RESERVED_METADATA = ("actors", "parent_id")
 
 _actor_list = TypeAdapter(list[ActorDeclaration])
 
+# the record a thread made once per key keeps (its key, and what a repeat needs to find the thread)
+Once = Callable[[ThreadRecord, list[MessageRecord]], IdempotencyRecord]
 Thread = tuple[ThreadRecord, list[ActorRecord]]  # a thread and its actors: what the thread functions return
 
 
@@ -135,11 +138,16 @@ async def create_thread(rt: Runtime, principal: Principal, body: NewThread) -> T
 
 
 async def create_thread_with_messages(
-    rt: Runtime, principal: Principal, body: NewThread, message_param: Callable[[int], str] = _in_messages
+    rt: Runtime,
+    principal: Principal,
+    body: NewThread,
+    message_param: Callable[[int], str] = _in_messages,
+    once: Once | None = None,
 ) -> tuple[ThreadRecord, list[ActorRecord], list[MessageRecord]]:
     """As `create_thread`, with the first messages as stored (their seqs set). `message_param(i)` names the
     i-th message in refusals (`messages[i]`; a face that posts one message as the thread opens names it as
-    its message posts name it)."""
+    its message posts name it). With `once`, the record it makes of the thread and its messages is kept in
+    the same write, and the thread is made once per the record's key (KeyTaken when it was before)."""
     _check_limits(rt, body, message_param)
     created_at = now()
     thread_id = new_id("thread")
@@ -201,7 +209,8 @@ async def create_thread_with_messages(
 
     created = NewEvent("thread.created", payloads.thread_payload(thread, actors), created_at)
     try:
-        await rt.store.create_thread(thread, actors, created, messages, done.refs)
+        kept = None if once is None else once(thread, [record for record, _ in messages])
+        await rt.store.create_thread(thread, actors, created, messages, done.refs, kept)
     except DuplicateRef as exc:
         raise done.conflict(exc) from None
     # the thread as just written: the next posts into it (its members' first answers) need not read it

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from aitp.store.a2a import A2AStore
 from aitp.store.capabilities import CapabilityStore
 from aitp.store.codes import CodeStore
-from aitp.store.idempotency import IdempotencyStore
+from aitp.store.idempotency import IdempotencyRecord, IdempotencyStore
 from aitp.store.identities import IdentityStore
 from aitp.store.keys import KeyStore
 from aitp.store.profiles import ProfileStore
@@ -30,6 +30,7 @@ from aitp.store.records import (
     CommitListener,
     DuplicateRef,
     EventRecord,
+    KeyTaken,
     MembershipFollowUp,
     MessageEventRenderer,
     MessageRecord,
@@ -66,6 +67,7 @@ __all__ = [
     "Store",
     "ThreadEventRenderer",
     "ThreadRecord",
+    "KeyTaken",
     "TooManyActors",
     "TurnBudgetExhausted",
     "TurnRule",
@@ -142,11 +144,16 @@ class Store(abc.ABC):
         created: NewEvent,
         messages: list[tuple[MessageRecord, NewEvent]],
         refs: Sequence[CapabilityRef] = (),
+        once: IdempotencyRecord | None = None,
     ) -> list[EventRecord]:
         """Insert a thread, its actors, first messages and their capability refs; events get seq
-        1, 2, ... in order. Raises DuplicateRef, writing nothing, on a repeated ref."""
+        1, 2, ... in order. Raises DuplicateRef, writing nothing, on a repeated ref. With `once`, the thread is
+        made once per its (scope, key), kept in the same write: KeyTaken, writing nothing, if a live record
+        holds the key."""
 
         async def body(tx: Tx) -> list[EventRecord]:
+            if once is not None and not await tx.keep_once(once):
+                raise KeyTaken(once.scope, once.key)
             await tx.insert_thread(thread, actors)
             await insert_refs(tx, refs)
             events = [await tx.append_event(thread.id, created)]

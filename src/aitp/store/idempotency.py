@@ -66,6 +66,10 @@ class IdempotencyStore(abc.ABC):
             if await self._replace(held.token, claim):
                 return None
 
+    async def get(self, scope: str, key: str) -> IdempotencyRecord | None:
+        """The record holding (scope, key), expired or not."""
+        return await self._get(scope, key)
+
     @abc.abstractmethod
     async def complete(self, scope: str, key: str, token: str, status: int, body: str) -> bool:
         """Store the response of the reservation `token`; False if that reservation is gone."""

@@ -104,6 +104,16 @@ class AuthorNotMember(Exception):
         self.actor = actor
 
 
+class KeyTaken(Exception):
+    """A write made once per key (`Store.create_thread`'s `once`) whose key a live record holds: nothing was
+    written."""
+
+    def __init__(self, scope: str, key: str) -> None:
+        super().__init__(f"{scope} {key} is taken")
+        self.scope = scope
+        self.key = key
+
+
 class TurnBudgetExhausted(Exception):
     """An append of an agent's message to a thread whose agents used their turns: `budget` in a row with no
     message from a person (the thread is paused until one writes, or its creator raises the budget)."""

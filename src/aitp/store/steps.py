@@ -76,7 +76,9 @@ async def budget_changed(tx: Tx, thread: ThreadRecord, rule: TurnRule) -> None:
         await tx.append_event(thread.id, (rule.paused if paused else rule.resumed)(thread.id, budget, ""))
 
 
-async def add_follow_up(tx: Tx, thread_id: str, follow_up: MembershipFollowUp | None, before: list[ActorRecord]) -> None:
+async def add_follow_up(
+    tx: Tx, thread_id: str, follow_up: MembershipFollowUp | None, before: list[ActorRecord]
+) -> None:
     if follow_up is not None:
         extra = follow_up(before, await tx.actors(thread_id))
         if extra is not None:

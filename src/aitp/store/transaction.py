@@ -13,6 +13,7 @@ import abc
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+from aitp.store.idempotency import IdempotencyRecord
 from aitp.store.records import (
     ActorRecord,
     CapabilityRef,
@@ -113,6 +114,13 @@ class Tx(abc.ABC):
     @abc.abstractmethod
     async def delete_refs_of(self, message_id: str) -> None:
         """Delete the refs a message wrote."""
+
+    # records made once per key, in the write they belong to
+
+    @abc.abstractmethod
+    async def keep_once(self, record: IdempotencyRecord) -> bool:
+        """Keep a done idempotency record under its (scope, key) in this transaction: False, writing nothing,
+        if a live record holds the key (one expired at `record.created_at` is replaced)."""
 
     # events
 

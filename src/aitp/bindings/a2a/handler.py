@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from a2a.server.context import ServerCallContext
@@ -203,11 +203,6 @@ def _metadata(message: Message) -> dict[str, str]:
     return metadata
 
 
-def _sent(message: Message) -> Callable[[MessageRecord], bool]:
-    """Whether a thread's first message is `message`, sent before."""
-    return lambda record: record.metadata.get(MESSAGE_ID) == message.message_id
-
-
 async def _send(call: Call, message: Message, requested: set[str]) -> tuple[ThreadTasks, TaskView]:
     """Post the A2A message into its thread: a new task, or the next message of the task it names. A
     message the client sent before (its messageId already in the task, or starting a task of the context)
@@ -238,7 +233,7 @@ async def _send(call: Call, message: Message, requested: set[str]) -> tuple[Thre
         else:  # a new context: its thread and the task's first message are one write
             first = NewMessage(content=content, metadata=metadata)
             record, sent_before = await contexts.open_once(
-                call.rt, call.principal, call.agent, capabilities, first, message.message_id, _sent(message)
+                call.rt, call.principal, call.agent, capabilities, first, message.message_id
             )
             if sent_before:  # the task as it stands
                 await _fold(call, record.thread_id, tasks)

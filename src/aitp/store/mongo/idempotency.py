@@ -12,7 +12,7 @@ from aitp.store.idempotency import IdempotencyRecord, IdempotencyStore
 from aitp.store.mongo.engine import MongoEngine
 
 
-def _id(scope: str, key: str) -> str:
+def record_id(scope: str, key: str) -> str:
     return f"{scope} {key}"  # a scope (key id or "admin") has no space, so the pair is unambiguous
 
 
@@ -26,7 +26,7 @@ def unix_seconds(value: datetime) -> float:
     return float(value.timestamp())
 
 
-def _document(record: IdempotencyRecord) -> dict[str, Any]:
+def document_of(record: IdempotencyRecord) -> dict[str, Any]:
     # Dates, not numbers: a TTL index only expires documents by a BSON date.
     times = {"created_at": bson_date(record.created_at), "expires_at": bson_date(record.expires_at)}
     return {**vars(record), **times}
@@ -49,11 +49,11 @@ class MongoIdempotency(IdempotencyStore):
         return self._engine.db.idempotency_keys
 
     async def complete(self, scope: str, key: str, token: str, status: int, body: str) -> bool:
-        pending = {"_id": _id(scope, key), "token": token, "status": None}
+        pending = {"_id": record_id(scope, key), "token": token, "status": None}
         return (await self._records.update_one(pending, {"$set": {"status": status, "body": body}})).modified_count > 0
 
     async def release(self, scope: str, key: str, token: str) -> bool:
-        pending = {"_id": _id(scope, key), "token": token, "status": None}
+        pending = {"_id": record_id(scope, key), "token": token, "status": None}
         return (await self._records.delete_one(pending)).deleted_count > 0
 
     async def purge(self, now: float) -> int:
@@ -62,15 +62,15 @@ class MongoIdempotency(IdempotencyStore):
 
     async def _insert(self, record: IdempotencyRecord) -> bool:
         try:
-            await self._records.insert_one({"_id": _id(record.scope, record.key), **_document(record)})
+            await self._records.insert_one({"_id": record_id(record.scope, record.key), **document_of(record)})
         except DuplicateKeyError:
             return False
         return True
 
     async def _get(self, scope: str, key: str) -> IdempotencyRecord | None:
-        doc = await self._records.find_one({"_id": _id(scope, key)})
+        doc = await self._records.find_one({"_id": record_id(scope, key)})
         return None if doc is None else _record(doc)
 
     async def _replace(self, token: str, record: IdempotencyRecord) -> bool:
-        held = {"_id": _id(record.scope, record.key), "token": token}
-        return (await self._records.replace_one(held, _document(record))).modified_count > 0
+        held = {"_id": record_id(record.scope, record.key), "token": token}
+        return (await self._records.replace_one(held, document_of(record))).modified_count > 0

@@ -9,6 +9,7 @@ from pymongo import DESCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, NewEvent, RefRelease, ThreadRecord
+from aitp.store.idempotency import IdempotencyRecord
 from aitp.store.mongo.documents import (
     Session,
     actor_doc,
@@ -20,6 +21,7 @@ from aitp.store.mongo.documents import (
     thread_actors,
     thread_record,
 )
+from aitp.store.mongo.idempotency import document_of, record_id, unix_seconds
 from aitp.store.transaction import Tx
 
 THREAD_CHANGES = ("metadata", "tool_resources", "turn_budget", "persons")
@@ -185,6 +187,18 @@ class MongoTx(Tx):
 
     async def delete_refs_of(self, message_id: str) -> None:
         await self.db.capability_refs.delete_many({"message_id": message_id}, session=self.session)
+
+    async def keep_once(self, record: IdempotencyRecord) -> bool:
+        records, key = self.db.idempotency_keys, record_id(record.scope, record.key)
+        # read, then insert: a duplicate key error would abort the whole transaction; two transactions
+        # keeping one key conflict on it, and the one run again finds the other's record
+        held = await records.find_one({"_id": key}, {"expires_at": 1}, session=self.session)
+        if held is not None:
+            if unix_seconds(held["expires_at"]) > record.created_at:
+                return False
+            await records.delete_one({"_id": key}, session=self.session)
+        await records.insert_one({"_id": key, **document_of(record)}, session=self.session)
+        return True
 
     async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord:
         doc = await self.db.threads.find_one_and_update(

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, NewEvent, RefRelease, ThreadRecord
+from aitp.store.idempotency import IdempotencyRecord
 from aitp.store.sqlite.schema import actor_record, dumps, message_record, thread_record
 from aitp.store.transaction import Body, Tx
 
@@ -196,6 +197,17 @@ class SQLiteTx(Tx):
 
     async def delete_refs_of(self, message_id: str) -> None:
         self.conn.execute("DELETE FROM capability_refs WHERE message_id = ?", (message_id,))
+
+    async def keep_once(self, record: IdempotencyRecord) -> bool:
+        r = record
+        expired = "DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND expires_at <= ?"
+        self.conn.execute(expired, (r.scope, r.key, r.created_at))
+        inserted = self.conn.execute(
+            "INSERT OR IGNORE INTO idempotency_keys"
+            " (scope, key, fingerprint, token, created_at, expires_at, status, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (r.scope, r.key, r.fingerprint, r.token, r.created_at, r.expires_at, r.status, r.body),
+        )
+        return inserted.rowcount > 0
 
     async def append_event(self, thread_id: str, event: NewEvent) -> EventRecord:
         conn = self.conn

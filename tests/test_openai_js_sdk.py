@@ -28,21 +28,11 @@ from aitp.events import payloads
 from aitp.store import open_store
 from aitp.store.records import MessageRecord, NewEvent
 from aitp.testing import ServerProcess
+from tests.api.test_image_detail import FILE, URL, VARIANTS
 from tests.conftest import ADMIN_KEY
 
 JS = Path(__file__).parent / "js"
 LOCKED = ("package.json", "package-lock.json")
-URL = "https://example.com/socks.png"
-FILE = "file-socks"
-# (detail written, as the Threads face reads it, as the Conversations face reads it); "absent": not sent
-VARIANTS = [
-    ("absent", "auto", "auto"),
-    (None, "auto", "auto"),
-    ("auto", "auto", "auto"),
-    ("low", "low", "low"),
-    ("high", "high", "high"),
-    ("original", "high", "original"),
-]
 # (detail stored by a server that did not check it, as the Threads face reads it, as the Conversations face does)
 LEGACY = [(None, "auto", "auto"), ("bogus", "auto", "auto"), ("HIGH", "auto", "auto"), ("original", "high", "original")]
 

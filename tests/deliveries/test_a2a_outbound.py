@@ -47,25 +47,11 @@ from aitp.client import AitpClient
 from aitp.config import Settings
 from aitp.store import Store
 from aitp.store.a2a import RemoteTaskRecord
+from tests.bindings.test_a2a import Service
 from tests.conftest import ADMIN_KEY
 from tests.support.serving import serving
 
 SECRET = "remote-agent-secret-5f1c9e"  # not shaped like an AITP key: the log redaction would not hide it
-
-
-@dataclass
-class Service:
-    base: str
-    admin: httpx.AsyncClient
-
-    async def key(self, actor: str) -> str:
-        response = await self.admin.post("/v1/keys", json={"actor": actor})
-        assert response.status_code == 200, response.text
-        key: str = response.json()["key"]
-        return key
-
-    async def a2a_settings(self, actor: str, **settings: Any) -> httpx.Response:
-        return await self.admin.put(f"/a2a/{actor}/settings", json=settings)
 
 
 @asynccontextmanager

@@ -16,7 +16,8 @@ Which task an agent's message (or refused message) answers, first rule that appl
    `request_decision`, a `data` its `request_data`, a payment its quote, ...);
 4. otherwise the oldest task still waiting for the agent (first in, first out: the caller's message that
    made it wait is the oldest): a plain AITP agent handles its inbox in order and answers in that order.
-An agent's message whose `metadata.to` names others and not the caller is none of the caller's tasks.
+An agent's message whose `metadata.to` names others and not the caller is none of the caller's tasks. A
+refused message goes by rule 2 (its refusal event keeps the `reply_to` it had), else by rule 4.
 
 Nothing about tasks is stored beside the thread: any instance reads the same state from the same log
 (`ThreadTasks`, folding the thread's events from its start: which task an answer goes to depends on the

@@ -69,10 +69,16 @@ class Settings:
     webhook_disable_days: float = 5.0
     webhook_secret_grace_hours: float = 24.0
     webhook_lease_seconds: float = 60.0
+    # how long a finished (succeeded, failed, canceled) webhook delivery stays in the delivery log, then pruned
+    webhook_retention_days: float = 7.0
     # A2A (aitp.bindings.a2a): how long message/send waits for the agent's answer before it returns the task
     # still working, and the actor whose Agent Card is also served at the host's /.well-known/agent-card.json
     a2a_wait_seconds: float = 30.0
     a2a_root_agent: str | None = None
+    # A2A outbound (aitp.deliveries.a2a): the largest remote Agent Card read, and the largest answer read from a
+    # remote agent (a streamed one whole; 0: AITP_MAX_BODY_BYTES); more is refused unread
+    a2a_card_max_bytes: int = 256 << 10
+    a2a_reply_max_bytes: int = 0
     # identity (aitp.services.identities, .sign_in): who may contact a new actor unless it says otherwise, new
     # threads a creator may open per hour (0: no limit; admins have none), which kinds of actor may sign in
     # without an admin, how long a challenge and a signed-in key last, sign-in attempts per minute per actor
@@ -102,6 +108,9 @@ class Settings:
     # marks speak as `user`, every other actor as `assistant`); a client that claims another has it replaced and
     # is told so, or, when this is on, is refused (400 `role_mismatch`)
     strict_roles: bool = False
+    # sign-in codes (POST /v1/sign-in, aitp.services.sign_in): refused codes per minute per client address, in
+    # bursts of as many (then 429; 0: no limit; counted in this process): a code's length is not the only guard
+    sign_in_code_failures_per_minute: float = 10.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -167,8 +176,27 @@ class Settings:
                 env.get("AITP_WEBHOOK_SECRET_GRACE_HOURS") or cls.webhook_secret_grace_hours
             ),
             webhook_lease_seconds=float(env.get("AITP_WEBHOOK_LEASE_SECONDS") or cls.webhook_lease_seconds),
+            webhook_retention_days=float(env.get("AITP_WEBHOOK_RETENTION_DAYS") or cls.webhook_retention_days),
             a2a_wait_seconds=float(env.get("AITP_A2A_WAIT_SECONDS") or cls.a2a_wait_seconds),
             a2a_root_agent=env.get("AITP_A2A_ROOT_AGENT") or None,
+            a2a_card_max_bytes=int(
+                _number(
+                    "AITP_A2A_CARD_MAX_BYTES",
+                    env.get("AITP_A2A_CARD_MAX_BYTES") or cls.a2a_card_max_bytes,
+                    0,
+                    1 << 30,
+                    low_allowed=False,
+                )
+            ),
+            a2a_reply_max_bytes=int(
+                _number(
+                    "AITP_A2A_REPLY_MAX_BYTES",
+                    env.get("AITP_A2A_REPLY_MAX_BYTES") or cls.a2a_reply_max_bytes,
+                    0,
+                    1 << 30,
+                    low_allowed=True,
+                )
+            ),
             contact_policy=_choice("AITP_CONTACT_POLICY", env.get("AITP_CONTACT_POLICY") or cls.contact_policy),
             new_threads_per_hour=int(env.get("AITP_NEW_THREADS_PER_HOUR") or cls.new_threads_per_hour),
             turn_budget=int(
@@ -211,6 +239,13 @@ class Settings:
             identity_timeout=float(env.get("AITP_IDENTITY_TIMEOUT") or cls.identity_timeout),
             near_rpc_url=env.get("AITP_NEAR_RPC_URL") or cls.near_rpc_url,
             strict_roles=_flag("AITP_STRICT_ROLES", env.get("AITP_STRICT_ROLES")),
+            sign_in_code_failures_per_minute=_number(
+                "AITP_SIGN_IN_CODE_FAILURES_PER_MINUTE",
+                env.get("AITP_SIGN_IN_CODE_FAILURES_PER_MINUTE") or cls.sign_in_code_failures_per_minute,
+                0,
+                1e6,
+                low_allowed=True,
+            ),
         )
 
     def with_overrides(self, **changes: Any) -> Settings:

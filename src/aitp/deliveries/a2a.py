@@ -14,9 +14,15 @@ sent there, and what the agent answers is posted into the thread as that actor.
   out; the next holder starts at the cursor, so the message under way when it died is sent again (A2A
   agents see the same messageId, the AITP message id, and can tell) and nothing is lost.
 - Sending: the card is fetched (and each URL checked against the webhooks' destination policy) once per
-  `CARD_TTL`; the message goes with the SDK's client (`message/send`, or streaming when the card says so),
-  with the credential the card's security scheme asks for (the SDK's `AuthInterceptor`), and as extensions
-  the capability schema URLs its author declared in the thread. The agent's answer (its message, or its
+  `CARD_TTL`: at most `AITP_A2A_CARD_MAX_BYTES`, within `CARD_TIMEOUT`, no redirects. A card that cannot be
+  had (too large, not a card, a refused address, an HTTP error, no answer) is logged once and not asked
+  for again for `CARD_RETRY` seconds (or until the card URL changes): the messages meanwhile fail at once.
+  Every request, the card's and the SDK's, goes to the address just checked for its origin, never to what
+  the name resolves to when connecting (`destinations.PinnedTransport`: DNS rebinding), and reads at most
+  `AITP_A2A_REPLY_MAX_BYTES` of the answer (a stream whole). The message goes with the SDK's client
+  (`message/send`, or streaming when the card says so), with the credential the card's security scheme asks
+  for (the SDK's `AuthInterceptor`), and as extensions the capability schema URLs its author declared in the
+  thread. The agent's answer (its message, or its
   task's status message and artifacts) is posted through `services.messages`, so it is validated as any
   post is; a refusal is logged.
 - Continuity, per agent and thread (`store.a2a` remote tasks, so another instance or a restart goes on):
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -44,6 +51,7 @@ from a2a.client.auth import AuthInterceptor, CredentialService
 from a2a.client.card_resolver import parse_agent_card
 from a2a.client.client import Client
 from a2a.types import AgentCard, Message, Part, SecurityScheme, SendMessageRequest, StreamResponse, TaskState
+from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
 from aitp.errors import APIError
@@ -54,6 +62,7 @@ from aitp.runtime import Runtime
 from aitp.services import inbox, webhooks
 from aitp.services import messages as message_service
 from aitp.services.addressing import ReplyPolicy, reaches
+from aitp.services.destinations import Origin, PinnedTransport, origin, parse_url
 from aitp.services.requests import NewMessage
 from aitp.store.a2a import A2AAgentRecord, RemoteTaskRecord
 from aitp.store.base import EventRecord, MessageRecord
@@ -65,6 +74,9 @@ log = logging.getLogger(__name__)
 BATCH = 100  # inbox events claimed at once per agent
 POLL = 1.0  # seconds between looks at the store for other instances' writes and new remote agents
 CARD_TTL = 300.0  # seconds a fetched Agent Card is used
+CARD_RETRY = 60.0  # seconds a card that could not be had is not asked for again (unless its URL changes)
+CARD_TIMEOUT = 5.0  # seconds a card may take to arrive (at most half the attempt's AITP_WEBHOOK_TIMEOUT)
+PARSE_ON_LOOP = 1 << 20  # a card this long parses in ~ms on the event loop; a longer one (a raised limit) not
 CREATED = "thread.message.created"
 LEASE_SCOPE = "aitp.a2a.deliveries"  # the idempotency store's scope of the agents' delivery leases
 WAITING = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})  # continued
@@ -74,6 +86,22 @@ ToA2A = Callable[[MessageRecord, str], Message]  # (message, the remote actor) -
 FromA2A = Callable[[Message], list[Any]]  # an A2A message -> the content of the AITP message it posts
 
 
+class CardUnavailable(Exception):
+    """The agent's card could not be had, and why (remembered for `CARD_RETRY` seconds)."""
+
+
+@dataclass
+class Held:
+    """What is kept of an agent's card until `until` (monotonic): the client made from it and the HTTP client
+    pinned to its checked addresses, or why the card could not be had."""
+
+    until: float
+    card_url: str
+    client: Client | None = None
+    http: httpx.AsyncClient | None = None
+    failure: str = ""
+
+
 class A2ADeliveries:
     def __init__(self, rt: Runtime, to_a2a: ToA2A, from_a2a: FromA2A) -> None:
         self.rt = rt
@@ -81,27 +109,21 @@ class A2ADeliveries:
         self.from_a2a = from_a2a
         self.counters: dict[str, int] = {"sent": 0, "answered": 0, "failed": 0}
         self._workers: dict[str, asyncio.Task[None]] = {}
-        self._clients: dict[str, tuple[float, str, Client]] = {}  # actor -> (until, card URL, client)
+        self._held: dict[str, Held] = {}  # actor -> its card's client, or why there is none
         self._credentials: dict[str, dict[str, str]] = {}  # actor -> its credentials as last read
         self._pump: asyncio.Task[None] | None = None
-        self._http: httpx.AsyncClient | None = None
 
     async def start(self) -> None:
         if self._pump is None:
-            self._http = httpx.AsyncClient(
-                follow_redirects=False, trust_env=False, timeout=self.rt.settings.webhook_timeout
-            )
             self._pump = asyncio.create_task(self._follow(), name="aitp-a2a-deliveries")
 
     async def stop(self) -> None:
         await cancel([*self._workers.values(), self._pump])
         self._workers.clear()
-        self._clients.clear()
+        for actor in list(self._held):
+            await self._drop(actor)
         self._credentials.clear()
         self._pump = None
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
 
     async def _follow(self) -> None:
         while True:
@@ -128,6 +150,7 @@ class A2ADeliveries:
                 try:
                     remote = await self.rt.store.a2a.get(actor)
                     if remote is None or remote.card_url is None:
+                        await self._drop(actor)
                         return
                     if await self._deliver(remote):
                         continue  # the lease ran short with messages left: take it again at once
@@ -183,27 +206,76 @@ class A2ADeliveries:
             cursor = passed
 
     async def _client(self, remote: A2AAgentRecord) -> Client:
-        assert remote.card_url is not None and self._http is not None
+        """The SDK's client for the agent's card: the one made within `CARD_TTL`, else one made now; raises
+        `CardUnavailable` for a card that could not be had within `CARD_RETRY`, or now."""
+        assert remote.card_url is not None
         self._credentials[remote.actor] = remote.credentials  # read at each call: a change applies at once
-        cached = self._clients.get(remote.actor)
-        if cached is not None and cached[0] > time.monotonic() and cached[1] == remote.card_url:
-            return cached[2]
-        await self._check(remote.card_url)
-        response = await self._http.get(remote.card_url)
-        response.raise_for_status()
-        card = parse_agent_card(response.json())
-        for interface in card.supported_interfaces:
-            await self._check(interface.url)
-        config = ClientConfig(streaming=card.capabilities.streaming, httpx_client=self._http)
+        held = self._held.get(remote.actor)
+        if held is not None and held.until > time.monotonic() and held.card_url == remote.card_url:
+            if held.client is None:
+                raise CardUnavailable(held.failure)
+            return held.client
+        await self._drop(remote.actor)
+        settings = self.rt.settings
+        pins: dict[Origin, str] = {}  # filled by the checks below, before any request goes out
+        http = httpx.AsyncClient(
+            transport=PinnedTransport(pins, settings.a2a_reply_max_bytes or settings.max_body_bytes),
+            follow_redirects=False,  # a redirect could lead anywhere no check saw
+            trust_env=False,
+            timeout=settings.webhook_timeout,
+        )
+        try:
+            await self._pin(remote.card_url, pins)
+            card = await self._card(http, remote.card_url)
+            for interface in card.supported_interfaces:  # those the client may use (JSON-RPC, the default)
+                if interface.protocol_binding == TransportProtocol.JSONRPC:
+                    await self._pin(interface.url, pins)
+        except Exception as error:  # refused, too large, not a card, an HTTP error, no answer in time
+            await http.aclose()
+            failure = f"{type(error).__name__}: {error}"
+            self._held[remote.actor] = Held(time.monotonic() + CARD_RETRY, remote.card_url, failure=failure)
+            log.warning(
+                "a2a: the Agent Card of %s could not be read (%s); not asked for again for %gs",
+                remote.actor,
+                failure,
+                CARD_RETRY,
+            )
+            raise CardUnavailable(failure) from error
+        config = ClientConfig(streaming=card.capabilities.streaming, httpx_client=http)
         credentials = HeldCredentials(card, lambda: self._credentials.get(remote.actor, {}))
         client = ClientFactory(config).create(card, [AuthInterceptor(credentials)])
-        self._clients[remote.actor] = (time.monotonic() + CARD_TTL, remote.card_url, client)
+        self._held[remote.actor] = Held(time.monotonic() + CARD_TTL, remote.card_url, client, http)
         return client
 
-    async def _check(self, url: str) -> None:
-        refusal = await webhooks.destination_refusal(url, self.rt.settings)
-        if refusal is not None:
-            raise PermissionError(f"A2A agent URL refused: {refusal}")
+    async def _drop(self, actor: str) -> None:
+        held = self._held.pop(actor, None)
+        if held is not None and held.http is not None:
+            await held.http.aclose()
+
+    async def _pin(self, url: str, pins: dict[Origin, str]) -> None:
+        """Check `url` against the destination policy and pin its origin to the address just checked."""
+        target = await webhooks.destination(url, self.rt.settings)
+        if isinstance(target, str):
+            raise PermissionError(f"A2A agent URL refused: {target}")
+        pins[origin(parse_url(url, "delivered to"))] = target.url.host
+
+    async def _card(self, http: httpx.AsyncClient, url: str) -> AgentCard:
+        """The card at `url`, read up to `AITP_A2A_CARD_MAX_BYTES` (a longer one is refused unread)."""
+        limit = self.rt.settings.a2a_card_max_bytes
+        body = bytearray()
+        async with asyncio.timeout(min(CARD_TIMEOUT, self.rt.settings.webhook_timeout / 2)):
+            async with http.stream("GET", url, headers={"accept": "application/json"}) as response:
+                response.raise_for_status()
+                length = response.headers.get("content-length", "")
+                if length.isdigit() and int(length) > limit:
+                    raise ValueError(f"the card is {length} bytes long; at most {limit} are read")
+                async for chunk in response.aiter_raw():  # uncompressed: PinnedTransport asks for it so
+                    body += chunk
+                    if len(body) > limit:
+                        raise ValueError(f"the card is over {limit} bytes long")
+        if len(body) > PARSE_ON_LOOP:
+            return await asyncio.to_thread(_parse_card, bytes(body))
+        return _parse_card(bytes(body))
 
     async def _send(self, remote: A2AAgentRecord, message: MessageRecord) -> None:
         try:
@@ -216,6 +288,12 @@ class A2ADeliveries:
                     sent.task_id = held.task_id
                 sent.extensions.extend(await self._declared(message))
                 events = await self._exchange(remote, client, sent, held)
+        except CardUnavailable as error:  # logged once, when the card failed
+            self.counters["failed"] += 1
+            log.debug(
+                "a2a: message %s not sent to %s: its card could not be read (%s)", message.id, remote.actor, error
+            )
+            return
         except Exception as error:  # what the agent or the network did: logged, and the next message goes on
             self.counters["failed"] += 1
             log.warning("a2a: %s did not answer message %s: %s", remote.actor, message.id, error)
@@ -297,6 +375,10 @@ class HeldCredentials(CredentialService):
         scheme = self._schemes.get(security_scheme_name)
         kind = None if scheme is None else credential_kind(scheme)
         return None if kind is None else self._held().get(kind)
+
+
+def _parse_card(body: bytes) -> AgentCard:
+    return parse_agent_card(json.loads(body))
 
 
 def credential_kind(scheme: SecurityScheme) -> str | None:

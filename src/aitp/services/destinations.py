@@ -15,7 +15,7 @@ import functools
 import ipaddress
 import socket
 import ssl
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,7 @@ def parse_url(raw: str, verb: str = "fetched") -> httpx.URL:
         raise Unprocessable(f"Only absolute http and https URLs can be {verb}.", param="url", code="invalid_url")
     if url.userinfo:
         raise Unprocessable(f"URLs with credentials cannot be {verb}.", param="url", code="invalid_url")
+    url = _without_root_dot(url, verb)
     # httpx resolves literal ".." but sends "%2e%2e" and "%2f" as they are, and servers may decode them
     raw_path = url.raw_path.split(b"?", 1)[0].lower()
     if b"%2f" in raw_path or b"%5c" in raw_path or any(_dot_segment(s) for s in url.path.split("/")):
@@ -71,8 +72,23 @@ def parse_url(raw: str, verb: str = "fetched") -> httpx.URL:
     return url
 
 
-def _origin(url: httpx.URL) -> tuple[str, str, int]:
-    return url.scheme, url.host.lower(), url.port or DEFAULT_PORTS[url.scheme]
+def _without_root_dot(url: httpx.URL, verb: str) -> httpx.URL:
+    """`url` with its host's trailing dot (the DNS root: "example.com." is "example.com") dropped, so that the
+    allow and deny prefixes match it and an IP address written so ("127.0.0.1.") is seen as one, before any
+    lookup; a host of empty labels only ("." or "h..") is no URL."""
+    host = url.host
+    if not host.endswith("."):
+        return url
+    if host.rstrip(".") != host[:-1] or not host[:-1]:
+        raise Unprocessable(f"{host!r} is not a host name that can be {verb}.", param="url", code="invalid_url")
+    return url.copy_with(host=host[:-1])
+
+
+Origin = tuple[str, str, int]  # scheme, host (lower case, no root dot), port
+
+
+def origin(url: httpx.URL) -> Origin:
+    return url.scheme, url.host.lower().removesuffix("."), url.port or DEFAULT_PORTS.get(url.scheme, 0)
 
 
 def is_allowed(url: httpx.URL, prefixes: Iterable[str]) -> bool:
@@ -82,7 +98,7 @@ def is_allowed(url: httpx.URL, prefixes: Iterable[str]) -> bool:
             allowed = httpx.URL(prefix)
         except httpx.InvalidURL:
             continue
-        if allowed.scheme not in DEFAULT_PORTS or _origin(allowed) != _origin(url):
+        if allowed.scheme not in DEFAULT_PORTS or origin(allowed) != origin(url):
             continue
         base = allowed.path
         # "https://h/forms" admits /forms and /forms/…, never /forms-evil
@@ -93,13 +109,38 @@ def is_allowed(url: httpx.URL, prefixes: Iterable[str]) -> bool:
     return False
 
 
+# IPv6 addresses that carry an IPv4 address a gateway or the host's stack may connect to instead: NAT64 (RFC
+# 6052; the well-known prefix is global for `ipaddress`, so 64:ff9b::127.0.0.1 would pass as public) and the
+# deprecated IPv4-compatible ::a.b.c.d (RFC 4291). 6to4 (2002::/16) and IPv4-mapped are read by `ipaddress`.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+# the local-use NAT64 prefix (RFC 8215): where its IPv4 address sits depends on the operator's prefix length,
+# and it is never public
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
+
+
 def is_public(address: str) -> bool:
     """Whether an IP address is on the public internet: not loopback, private, link-local (cloud metadata
-    services), shared (CGNAT), multicast, reserved or unspecified; an IPv4-mapped IPv6 address as its IPv4."""
+    services), shared (CGNAT), multicast, reserved or unspecified. An IPv6 address that carries an IPv4 one
+    (IPv4-mapped, IPv4-compatible, NAT64, 6to4) is public only when that IPv4 address is."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _LOCAL_NAT64:
+            return False
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None and not (embedded.is_global and not embedded.is_multicast):
+            return False
     return ip.is_global and not ip.is_multicast
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64 or ip in _IPV4_COMPATIBLE:  # :: and ::1 read as 0.0.0.0 and 0.0.0.1: not public either
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
 
 
 async def addresses(url: httpx.URL) -> list[str]:
@@ -111,9 +152,15 @@ async def addresses(url: httpx.URL) -> list[str]:
         return [host]
     except ValueError:
         pass
+    return await resolve(host, url.port or DEFAULT_PORTS[url.scheme])
+
+
+async def resolve(host: str, port: int) -> list[str]:
+    """What the system resolver makes of `host` now, each address once (none when it does not resolve). The
+    only lookup the checks make: a connection pinned to its answer makes none of its own."""
     try:
         async with asyncio.timeout(RESOLVE_TIMEOUT):
-            found = await asyncio.get_running_loop().getaddrinfo(host, url.port or DEFAULT_PORTS[url.scheme])
+            found = await asyncio.get_running_loop().getaddrinfo(host, port)
     except (OSError, TimeoutError, UnicodeError):
         return []
     return list(dict.fromkeys(str(sockaddr[0]) for family, *_, sockaddr in found if family in FAMILIES))
@@ -153,3 +200,65 @@ def tls_context() -> ssl.SSLContext:
     """The TLS settings of this service's own requests, made once: each `httpx.AsyncClient` made without one
     loads the CA bundle again, 20-30 ms of CPU on the event loop (bench/sign_in.py)."""
     return ssl.create_default_context(cafile=certifi.where())
+
+
+class TooLarge(httpx.TransportError):
+    """An answer longer than a `PinnedTransport` reads, or compressed (its size unknown until inflated)."""
+
+
+class PinnedTransport(httpx.AsyncBaseTransport):
+    """An HTTP transport that connects each request to the address checked for its origin (`pins`, filled from
+    the checks: see `Pinned`), refuses an origin never checked, asks for answers uncompressed and reads at most
+    `max_bytes` of each (a streamed one whole): what a remote end answers makes this process hold no more."""
+
+    def __init__(self, pins: dict[Origin, str], max_bytes: int, inner: httpx.AsyncBaseTransport | None = None) -> None:
+        self.pins = pins
+        self.max_bytes = max_bytes
+        self._inner = inner or httpx.AsyncHTTPTransport(verify=tls_context(), trust_env=False)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        address = self.pins.get(origin(request.url))
+        if address is None:
+            raise httpx.ConnectError(f"{request.url.host} is not a checked destination.", request=request)
+        headers = request.headers.copy()
+        headers.setdefault("host", request.url.netloc.decode("ascii"))
+        headers["accept-encoding"] = "identity"
+        url, extensions = request.url, dict(request.extensions)
+        if address != url.host:
+            if url.scheme == "https":  # TLS still checks the certificate of the name
+                extensions["sni_hostname"] = url.raw_host.decode("ascii").removesuffix(".")
+            url = url.copy_with(host=address)
+        sent = httpx.Request(request.method, url, headers=headers, stream=request.stream, extensions=extensions)
+        response = await self._inner.handle_async_request(sent)
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        length = response.headers.get("content-length", "")
+        if encoding not in ("", "identity") or (length.isdigit() and int(length) > self.max_bytes):
+            await response.aclose()
+            what = f"compressed ({encoding})" if encoding not in ("", "identity") else f"{length} bytes long"
+            raise TooLarge(f"The answer is {what}; at most {self.max_bytes} plain bytes are read.", request=request)
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        stream = _Bounded(response.stream, self.max_bytes, request)
+        return httpx.Response(
+            response.status_code, headers=response.headers, stream=stream, extensions=response.extensions
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Bounded(httpx.AsyncByteStream):
+    """An answer's body, refused (`TooLarge`) once longer than `max_bytes`: never held past that."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, max_bytes: int, request: httpx.Request) -> None:
+        self._stream, self._max_bytes, self._request = stream, max_bytes, request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        read = 0
+        async for chunk in self._stream:
+            read += len(chunk)
+            if read > self._max_bytes:
+                raise TooLarge(f"The answer is over {self._max_bytes} bytes.", request=self._request)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()

@@ -46,6 +46,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], float]] = {
     "membership": ([], ["--rounds", "1", "--duration", "2"], 180),
     "idle_inboxes": ([], ["--idle", "300", "--rounds", "1", "--duration", "2"], 300),
     "a2a_send": ([], ["--rounds", "1", "--duration", "2"], 180),
+    "a2a_hostile": ([], ["--rounds", "2"], 180),
     "sign_in": ([], ["--rounds", "1", "--duration", "2", "--synchronous", "full"], 240),
 }
 
@@ -346,6 +347,21 @@ def a2a_rows(r: dict[str, Any]) -> list[Row]:
     ]
 
 
+def a2a_hostile_rows(r: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for case, faces in r["cases"].items():
+        a2a, threads = faces["a2a"], faces["threads"]
+        rows.append(
+            (
+                f"A2A refuses {case}: event loop stall",
+                f"{a2a['stall_ms_max']:.0f} ms ({','.join(a2a['answers'])})",
+                f"Threads face {threads['stall_ms_max']:.0f} ms; idle {r['idle']['stall_ms_max']:.0f} ms",
+                verdict(a2a["stall_ms_max"] < r["target_ms"], f"< {r['target_ms']:g} ms"),
+            )
+        )
+    return rows
+
+
 ROWS = {
     "validation": validation_rows,
     "ingest": ingest_rows,
@@ -358,6 +374,7 @@ ROWS = {
     "membership": membership_rows,
     "idle_inboxes": idle_inboxes_rows,
     "a2a_send": a2a_rows,
+    "a2a_hostile": a2a_hostile_rows,
 }
 
 

@@ -3,8 +3,9 @@ settings.
 
 - `GET /a2a/{actor}/.well-known/agent-card.json`: the card (no key needed); `GET /.well-known/agent-card.json`
   is the card of `AITP_A2A_ROOT_AGENT` when set (clients that look at the host's root find it).
-- `POST /a2a/{actor}`: A2A JSON-RPC (1.0 methods, and 0.3 ones on the same endpoint), dispatched by the
-  SDK's `JsonRpcDispatcher` to `handler.AitpRequestHandler`; the caller's key says who calls (401 without).
+- `POST /a2a/{actor}`: A2A JSON-RPC (1.0 methods, and 0.3 ones on the same endpoint), read and bounded first
+  (`intake`: Content-Type, parse errors, batches, notifications, `limits`), then dispatched by the SDK's
+  `JsonRpcDispatcher` to `handler.AitpRequestHandler`; the caller's key says who calls (401 without).
 - `GET`/`PUT /a2a/{actor}/settings`: whether A2A clients may reach the actor, its capabilities, and, when it
   is a remote A2A agent, its Agent Card URL, reply policy and credentials (write-only: GET shows which kinds
   are held) (the actor itself or an admin).
@@ -27,7 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
-from aitp.bindings.a2a import params, send
+from aitp.bindings.a2a import intake, params, send
 from aitp.bindings.a2a.card import agent_card
 from aitp.bindings.a2a.handler import CALL, AitpRequestHandler, Call
 from aitp.context import principal_of, runtime_of
@@ -71,7 +72,10 @@ async def rpc(request: Request) -> Response:
     if agent is None:
         return _not_served(actor)
     request.scope[AGENT] = agent
-    answer = await send.serve(request, _handler, _context.build)  # SendMessage's fast path, same wire format
+    # read once, bounded before protobuf parses anything; refusals and notifications answered here
+    answer = await intake.read(request, runtime_of(request.scope).settings)
+    if answer is None:
+        answer = await send.serve(request, _handler, _context.build)  # SendMessage's fast path, same wire format
     if answer is None:
         answer = await params.refusal(request)
     return answer if answer is not None else await _dispatcher.handle_requests(request)

@@ -4,10 +4,11 @@ response on the wire, in a fraction of the CPU.
 The SDK's `JsonRpcDispatcher` answers every method through layers that cost as much as our handler on the
 hottest call (py-spy, bench/a2a_send.py: 14% of the server's CPU per SendMessage, our handler 18%): a
 telemetry span, the `jsonrpc` package's request and response objects, the version check, the standard
-library's JSON both ways. Here the common case, a well-formed 1.0 `SendMessage` with an id, is parsed by
-orjson, its params by the SDK's own parser (`ParseDict` into `SendMessageRequest`, unknown fields ignored as
-the dispatcher does), handled by the same `AitpRequestHandler`, and its task printed as protobuf's
-`MessageToDict` prints it for the dispatcher (`TaskView.task_json`, without building the protobuf Task);
+library's JSON both ways. Here the common case, a well-formed 1.0 `SendMessage` with an id, parsed by
+orjson and bounded (`intake.read`), has its params read by the SDK's own parser (`ParseDict` into
+`SendMessageRequest`, unknown fields ignored as the dispatcher does), handled by the same
+`AitpRequestHandler`, and its task printed as protobuf's `MessageToDict` prints it for the dispatcher
+(`TaskView.task_json`, without building the protobuf Task);
 errors are the SDK's (`build_error_response`). Anything else (another method, a 0.3 client, no or a bad
 version header, a malformed request or params) returns None and goes to the dispatcher, so its answers,
 errors included, stay the SDK's own.
@@ -97,10 +98,7 @@ async def serve(
     `build` makes the call context (`routes.Context().build`)."""
     if not _version_one(request.headers.get(VERSION_HEADER, "0.3")):
         return None
-    try:
-        body = orjson.loads(await request.body())  # the body stays cached for the dispatcher
-    except orjson.JSONDecodeError:
-        return None
+    body = await request.json()  # as `intake.read` parsed and bounded it
     request_id = _request_id(body)
     if request_id is None:
         return None

@@ -390,6 +390,7 @@ OWN_OBJECTS = {
     ServedRoute("DELETE", "/v1/webhooks/{webhook_id}"),
     ServedRoute("POST", "/v1/webhooks/{webhook_id}/rotate_secret"),
     ServedRoute("POST", "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver"),
+    ServedRoute("POST", "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/cancel"),
 }
 
 

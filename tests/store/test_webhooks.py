@@ -188,9 +188,10 @@ CREATE TABLE webhook_endpoints (
 
 
 async def _written_before_messages(backend: Backend) -> Store:
-    """An opened store holding endpoint() as a version before the `messages` option wrote it."""
+    """An opened store holding endpoint() as a version before the `messages` option wrote it (and before the
+    `on_client_error` one)."""
     old = asdict(endpoint())
-    del old["messages"]
+    del old["messages"], old["on_client_error"]
     if backend.name == "sqlite":
         conn = sqlite3.connect(SQLiteStore.from_url(backend.url).path)
         conn.execute(TABLE_BEFORE_MESSAGES)
@@ -213,6 +214,7 @@ async def test_an_endpoint_stored_before_the_messages_option_takes_all_and_can_c
     try:
         assert await store.webhooks.get("wh_1") == endpoint()
         assert [e.messages for e in await store.webhooks.enabled()] == ["all"]
+        assert [e.on_client_error for e in await store.webhooks.enabled()] == ["skip"]
         assert await store.webhooks.update(replace(endpoint(), messages="addressed"))
         assert await store.webhooks.get("wh_1") == replace(endpoint(), messages="addressed")
         await store.webhooks.create(endpoint("wh_2"))  # and new ones are written whole beside it

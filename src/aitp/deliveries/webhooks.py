@@ -14,9 +14,16 @@
   Workers never wait for each other: one slow endpoint delays no other. A lease outlives an attempt (the
   timeout), so no two instances make one attempt; an instance that dies leaves leases that run out, and
   whichever instance claims next makes the attempt again (at least once).
-- Outcomes: 2xx ends a delivery; 410 fails it and disables the endpoint; anything else (other statuses,
-  timeouts, refused connections) is retried with backoff and jitter, honouring Retry-After, until
-  `webhook_retry_hours` after the event; an endpoint failing for `webhook_disable_days` is disabled.
+- Outcomes: 2xx ends a delivery; 410 fails it and disables the endpoint; another 4xx (but 408, 429) fails it
+  after `CLIENT_ERROR_ATTEMPTS` on an endpoint that skips (`services.webhooks`), so its thread goes on;
+  anything else (other statuses, timeouts, refused connections) is retried with backoff and jitter,
+  honouring Retry-After, until `webhook_retry_hours` after the event; an endpoint failing for
+  `webhook_disable_days` is disabled. A 2xx from an endpoint that was failing makes its deliveries waiting
+  for a retry due at once (`hasten`): the receiver is back, its other threads need not wait out a backoff.
+- Stopping (a deploy's SIGTERM): attempts under way are cancelled and their leases released, so another
+  instance (or this one, restarted) makes them again at once rather than when the lease runs out.
+- Pruning: finished deliveries older than `webhook_retention_days` are deleted every `PRUNE_EVERY`, so the
+  store holds what the delivery log shows, not every delivery ever made.
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ log = logging.getLogger(__name__)
 IN_FLIGHT = 8  # attempts under way per endpoint and instance
 BATCH = 500  # inbox events read per endpoint and store read
 POLL = 1.0  # seconds between looks at the store for what other instances changed (endpoints, redeliveries)
+PRUNE_EVERY = 600.0  # seconds between two prunings of finished deliveries past the retention period
+PRUNE_BATCH = 1000  # deliveries deleted per store write (a write lock held briefly, however many there are)
 
 
 @dataclass
@@ -58,6 +67,7 @@ class _Worker:
     # attempt's end makes the worker look; else only what derives deliveries (or POLL) does
     backlog: bool = False
     marked: int = 0  # times the backlog was marked: the worker clears it only if none came during its look
+    retrying: bool = False  # an attempt of this instance failed since the last success: deliveries may wait
 
     def mark(self) -> None:
         self.backlog = True
@@ -96,6 +106,7 @@ class WebhookDeliveries:
         self._workers: dict[str, _Worker] = {}
         self._retiring: set[asyncio.Task[None]] = set()  # ending the workers of disabled or deleted endpoints
         self._pump: asyncio.Task[None] | None = None
+        self._pruner: asyncio.Task[None] | None = None
         self._client: httpx.AsyncClient | None = None
 
     @property
@@ -113,15 +124,43 @@ class WebhookDeliveries:
         if self._pump is None:
             self._client = http_client()
             self._pump = asyncio.create_task(self._follow(), name="aitp-webhook-deliveries")
+            self._pruner = asyncio.create_task(self._prune_every(), name="aitp-webhook-prune")
 
     async def stop(self) -> None:
-        await cancel([*(t for w in self._workers.values() for t in w.tasks), self._pump])
+        followed = list(self._workers)
+        await cancel([*(t for w in self._workers.values() for t in w.tasks), self._pump, self._pruner])
         await asyncio.gather(*self._retiring)
         self._workers.clear()
-        self._pump = None
+        self._pump = self._pruner = None
+        if followed:
+            # the attempts cut short are made again at once by whoever claims next, not a lease later
+            try:
+                self.counters["leases_released"] += await self.rt.store.webhooks.release(self.owner, followed)
+            except Exception:  # the leases run out instead
+                log.exception("webhooks: releasing the leases of instance %s failed", self.owner)
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+    # ------------------------------------------------------------------- pruning
+
+    async def prune(self) -> int:
+        """Delete the finished deliveries past the retention period, a batch per write; how many."""
+        before = webhooks.retained_since(self.rt.settings, time.time())
+        pruned = 0
+        while True:
+            batch = await self.rt.store.webhooks.prune(before, PRUNE_BATCH)
+            pruned += batch
+            if batch < PRUNE_BATCH:
+                return pruned
+
+    async def _prune_every(self) -> None:
+        while True:
+            try:
+                self.counters["pruned"] += await self.prune()
+            except Exception:
+                log.exception("webhooks: pruning finished deliveries failed; trying again later")
+            await asyncio.sleep(PRUNE_EVERY)
 
     # ------------------------------------------------------------------ deriving
 
@@ -265,6 +304,8 @@ class WebhookDeliveries:
         elif answer.status == 410:
             delivery.status = "failed"
             disable = "the endpoint answered 410 Gone"
+        elif webhooks.skips(endpoint, answer.status) and delivery.attempts >= webhooks.CLIENT_ERROR_ATTEMPTS:
+            delivery.status = "failed"  # the receiver refuses this event: its thread goes on
         else:
             deadline = delivery.created_at + settings.webhook_retry_hours * 3600
             if at >= deadline:
@@ -275,6 +316,7 @@ class WebhookDeliveries:
                 worker = self._workers.get(endpoint.id)
                 if worker is not None:
                     worker.mark()  # its worker looks when this attempt ends, and waits for the retry
+                    worker.retrying = True
         try:
             if not await self.rt.store.webhooks.finish(delivery, self.owner):
                 self.counters["lost_leases"] += 1
@@ -288,6 +330,16 @@ class WebhookDeliveries:
         """Keep the endpoint's run of failures; disable it on 410 or after `webhook_disable_days` of them."""
         store = self.rt.store.webhooks
         if answer.succeeded:
+            worker = self._workers.get(endpoint.id)
+            retrying = worker is not None and worker.retrying
+            if endpoint.failing_since is None and not retrying:
+                return  # the usual case: no write beyond the attempt's
+            if worker is not None:
+                worker.retrying = False
+            # the receiver is back: what waits for a retry (on any instance) is due now, in one write
+            if await store.hasten(endpoint.id, at) and worker is not None:
+                worker.mark()
+                worker.wake.set()
             if endpoint.failing_since is not None:
                 endpoint.failing_since = None
                 await store.set_health(endpoint.id, None, None)

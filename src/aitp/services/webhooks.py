@@ -10,6 +10,11 @@ An endpoint takes the events of its `event_types` (all if none), and of new mess
 (its actor's own included), or "addressed": only those that ask its actor for work (`addressing.reaches` with
 the "addressed" policy: messages naming it, and a person's naming no one), so a webhook agent that answers
 what it gets does not answer another such agent forever.
+
+A receiver's 4xx (but 408, 410, 429) refuses that event: with `on_client_error` "skip" (the default) the
+delivery fails after `CLIENT_ERROR_ATTEMPTS` of them and its thread's next one goes; with "block" it is
+retried as any failure, holding its thread back. A caller may cancel a pending delivery (its thread goes on),
+and finished deliveries stay in the log for `webhook_retention_days`.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from dataclasses import dataclass, replace
 import httpx
 
 from aitp.config import Settings
-from aitp.errors import InvalidRequest, NotFound, PermissionDenied
+from aitp.errors import Conflict, InvalidRequest, NotFound, PermissionDenied
 from aitp.events import payloads
 from aitp.events.hub import Signal
 from aitp.ids import new_id
@@ -31,9 +36,18 @@ from aitp.runtime import Runtime, now
 from aitp.services import addressing, inbox
 from aitp.services.destinations import Pinned, addresses, is_allowed, is_public, parse_url, pinned
 from aitp.store.records import EventRecord
-from aitp.store.webhooks import DeliveryRecord, EndpointMessages, EndpointRecord, WebhookSecret
+from aitp.store.webhooks import (
+    ClientErrorPolicy,
+    DeliveryRecord,
+    DeliveryStatus,
+    EndpointMessages,
+    EndpointRecord,
+    WebhookSecret,
+)
 
 MAX_ENDPOINTS_PER_ACTOR = 16
+CLIENT_ERROR_ATTEMPTS = 3  # 4xx answers after which a delivery of a "skip" endpoint fails
+RETRIED_CLIENT_ERRORS = frozenset({408, 429})  # timeout and rate limit: worth retrying whatever the policy
 SECRET_BYTES = 24
 MESSAGE_CREATED = "thread.message.created"
 
@@ -110,6 +124,7 @@ async def create_webhook(
     *,
     event_types: list[str],
     messages: EndpointMessages = "all",
+    on_client_error: ClientErrorPolicy = "skip",
     description: str | None = None,
     actor: str | None = None,
     enabled: bool = True,
@@ -117,10 +132,6 @@ async def create_webhook(
     """Register an endpoint following its actor's inbox from now on; its secret is in the returned record."""
     owner = _owner(principal, actor)
     await _check_destination(url, rt.settings)
-    if len(await rt.store.webhooks.of_actor(owner)) >= MAX_ENDPOINTS_PER_ACTOR:
-        raise InvalidRequest(
-            f"An actor may have at most {MAX_ENDPOINTS_PER_ACTOR} webhooks.", param="url", code="too_many_webhooks"
-        )
     endpoint = EndpointRecord(
         id=new_id("wh"),
         actor=owner,
@@ -132,8 +143,13 @@ async def create_webhook(
         cursor=await inbox.position(rt.store),
         description=description,
         messages=messages,
+        on_client_error=on_client_error,
     )
-    await rt.store.webhooks.create(endpoint)
+    # the count and the insert are one step in the store: concurrent creations (any worker) keep the limit
+    if not await rt.store.webhooks.create(endpoint, limit=MAX_ENDPOINTS_PER_ACTOR):
+        raise InvalidRequest(
+            f"An actor may have at most {MAX_ENDPOINTS_PER_ACTOR} webhooks.", param="url", code="too_many_webhooks"
+        )
     rt.state(changes).fire()
     return endpoint
 
@@ -158,6 +174,7 @@ async def update_webhook(
     url: str | Unchanged = UNCHANGED,
     event_types: list[str] | Unchanged = UNCHANGED,
     messages: EndpointMessages | Unchanged = UNCHANGED,
+    on_client_error: ClientErrorPolicy | Unchanged = UNCHANGED,
     enabled: bool | Unchanged = UNCHANGED,
     description: str | None | Unchanged = UNCHANGED,
 ) -> EndpointRecord:
@@ -170,6 +187,8 @@ async def update_webhook(
         endpoint.event_types = sorted(set(event_types))
     if not isinstance(messages, Unchanged):
         endpoint.messages = messages
+    if not isinstance(on_client_error, Unchanged):
+        endpoint.on_client_error = on_client_error
     if not isinstance(description, Unchanged):
         endpoint.description = description
     if not isinstance(enabled, Unchanged):
@@ -184,12 +203,11 @@ async def update_webhook(
 
 async def rotate_secret(rt: Runtime, principal: Principal, endpoint_id: str) -> EndpointRecord:
     """A new current secret; the previous one still signs for `webhook_secret_grace_hours` (so a receiver can
-    switch without losing a delivery), older ones that expired are dropped."""
+    switch without losing a delivery). Older ones are dropped, in their grace period or not: a delivery
+    carries two signatures at most, however often the secret is rotated."""
     endpoint = await get_webhook(rt, principal, endpoint_id)
-    at = time.time()
-    until = at + rt.settings.webhook_secret_grace_hours * 3600
-    kept = [s for s in endpoint.secrets[1:] if s.expires_at is not None and s.expires_at > at]
-    endpoint.secrets = [WebhookSecret(new_secret()), replace(endpoint.secrets[0], expires_at=until), *kept]
+    until = time.time() + rt.settings.webhook_secret_grace_hours * 3600
+    endpoint.secrets = [WebhookSecret(new_secret()), replace(endpoint.secrets[0], expires_at=until)]
     if not await rt.store.webhooks.update(endpoint):
         raise NotFound(f"No webhook found with id '{endpoint_id}'.", param="webhook_id", code="webhook_not_found")
     return endpoint
@@ -208,6 +226,14 @@ def takes(endpoint: EndpointRecord, event: EventRecord) -> bool:
     return addressing.reaches(payloads.message_of(event.data), endpoint.actor, "addressed")
 
 
+def skips(endpoint: EndpointRecord, status: int | None) -> bool:
+    """Whether an answer of `status` refuses the event for good on this endpoint (a 4xx but 408 and 429, on
+    an endpoint that skips what its receiver refuses): after `CLIENT_ERROR_ATTEMPTS` the delivery fails."""
+    if endpoint.on_client_error != "skip" or status is None:
+        return False
+    return 400 <= status < 500 and status not in RETRIED_CLIENT_ERRORS
+
+
 def signing_secrets(endpoint: EndpointRecord, at: float) -> list[str]:
     """The secrets that sign a delivery made at `at`: the current one and those still in their grace period."""
     return [s.secret for s in endpoint.secrets if s.expires_at is None or s.expires_at > at]
@@ -219,16 +245,29 @@ async def delete_webhook(rt: Runtime, principal: Principal, endpoint_id: str) ->
         raise NotFound(f"No webhook found with id '{endpoint_id}'.", param="webhook_id", code="webhook_not_found")
 
 
+def retained_since(settings: Settings, at: float) -> float:
+    """The oldest creation time of a finished delivery still kept (the log shows no older one, pruned yet or
+    not)."""
+    return at - settings.webhook_retention_days * 86_400
+
+
 async def list_deliveries(
-    rt: Runtime, principal: Principal, endpoint_id: str, *, limit: int, before: str | None = None
+    rt: Runtime,
+    principal: Principal,
+    endpoint_id: str,
+    *,
+    limit: int,
+    before: str | None = None,
+    status: DeliveryStatus | None = None,
 ) -> tuple[list[DeliveryRecord], bool]:
-    """The endpoint's deliveries, newest first, before the delivery `before` when given; and whether there are
-    more."""
+    """The endpoint's deliveries within the retention period, newest first, before the delivery `before` when
+    given, of `status` when given; and whether there are more."""
     await get_webhook(rt, principal, endpoint_id)
     bound = None
     if before is not None:
         bound = (await _delivery(rt, endpoint_id, before, "before")).gid
-    found = await rt.store.webhooks.deliveries(endpoint_id, limit=limit + 1, before=bound)
+    since = retained_since(rt.settings, time.time())
+    found = await rt.store.webhooks.deliveries(endpoint_id, limit=limit + 1, before=bound, status=status, since=since)
     return found[:limit], len(found) > limit
 
 
@@ -248,3 +287,20 @@ async def redeliver(rt: Runtime, principal: Principal, endpoint_id: str, deliver
         raise NotFound(f"No delivery found with id '{delivery_id}'.", param="delivery_id", code="delivery_not_found")
     rt.state(changes).fire()
     return again
+
+
+async def cancel_delivery(rt: Runtime, principal: Principal, endpoint_id: str, delivery_id: str) -> DeliveryRecord:
+    """Give up a pending delivery: it becomes `canceled` and its thread's next delivery may go (an attempt
+    under way records nothing). 409 if it is not pending."""
+    await get_webhook(rt, principal, endpoint_id)
+    found = await _delivery(rt, endpoint_id, delivery_id, "delivery_id")
+    canceled = await rt.store.webhooks.cancel(delivery_id)
+    if canceled is None:
+        status = (await rt.store.webhooks.get_delivery(delivery_id) or found).status
+        raise Conflict(
+            f"Delivery '{delivery_id}' is {status}: only a pending delivery may be canceled.",
+            param="delivery_id",
+            code="delivery_not_pending",
+        )
+    rt.state(changes).fire()
+    return canceled

@@ -14,10 +14,15 @@ import abc
 from dataclasses import dataclass
 from typing import Literal
 
-DeliveryStatus = Literal["pending", "succeeded", "failed"]
+# canceled: a caller gave up on a pending delivery (its thread moves on); every status but pending is final, and
+# a final delivery is kept for the retention period (`prune`), out of every query the engine makes
+DeliveryStatus = Literal["pending", "succeeded", "failed", "canceled"]
 # which `thread.message.created` events an endpoint takes: every one, or those that ask its actor for work
 # (`services.addressing`); stores written before the option read as "all"
 EndpointMessages = Literal["all", "addressed"]
+# what a 4xx answer (but 408, 410 and 429) does to a delivery: "skip" fails it after a few attempts, so its
+# thread goes on; "block" retries it as any failure, holding the thread back (stores written before: "skip")
+ClientErrorPolicy = Literal["skip", "block"]
 
 
 @dataclass
@@ -44,6 +49,7 @@ class EndpointRecord:
     failing_since: float | None = None  # first failure of the current run of failures; None after a success
     disabled_reason: str | None = None  # why the service disabled it (410, days of failures); None otherwise
     messages: EndpointMessages = "all"
+    on_client_error: ClientErrorPolicy = "skip"
 
 
 @dataclass
@@ -84,7 +90,9 @@ class WebhookStore(abc.ABC):
     # endpoints
 
     @abc.abstractmethod
-    async def create(self, endpoint: EndpointRecord) -> None: ...
+    async def create(self, endpoint: EndpointRecord, *, limit: int | None = None) -> bool:
+        """Insert an endpoint; with a `limit`, only if its actor has fewer endpoints (False otherwise). The count
+        and the insert are one atomic step: concurrent creations, on any instance, never exceed the limit."""
 
     @abc.abstractmethod
     async def get(self, endpoint_id: str) -> EndpointRecord | None: ...
@@ -99,8 +107,9 @@ class WebhookStore(abc.ABC):
 
     @abc.abstractmethod
     async def update(self, endpoint: EndpointRecord) -> bool:
-        """Replace what a caller or the engine may change (url, event types, messages, enabled, secrets,
-        description, failing_since, disabled_reason), never the cursor; False if the endpoint is gone."""
+        """Replace what a caller or the engine may change (url, event types, messages, on_client_error, enabled,
+        secrets, description, failing_since, disabled_reason), never the cursor; False if the endpoint is
+        gone."""
 
     @abc.abstractmethod
     async def set_health(self, endpoint_id: str, failing_since: float | None, disabled_reason: str | None) -> None:
@@ -139,11 +148,36 @@ class WebhookStore(abc.ABC):
 
     @abc.abstractmethod
     async def next_due(self, endpoint_id: str) -> float | None:
-        """When the endpoint's next pending delivery may be claimed (retry time or lease end); None if none."""
+        """When the endpoint's next pending delivery may be claimed (retry time or lease end); None if none.
+        Like `claim`, its cost is that of the pending deliveries: never of the finished ones kept."""
 
     @abc.abstractmethod
-    async def deliveries(self, endpoint_id: str, *, limit: int, before: int | None = None) -> list[DeliveryRecord]:
-        """The endpoint's deliveries, newest (highest gid) first, with gid < `before` when given."""
+    async def hasten(self, endpoint_id: str, now: float) -> int:
+        """Make every pending delivery of the endpoint waiting for a retry due at `now` (the endpoint answered
+        again: its other threads need not wait out their backoff); how many. One write."""
+
+    @abc.abstractmethod
+    async def release(self, owner: str, endpoint_ids: list[str]) -> int:
+        """End the leases `owner` holds on those endpoints' pending deliveries (an instance stopping: another
+        claims them at once, not when the lease runs out); how many. Their attempts stay counted, and the
+        holder's `finish` of them, if one still comes, records nothing."""
+
+    @abc.abstractmethod
+    async def prune(self, before: float, limit: int) -> int:
+        """Delete at most `limit` finished (not pending) deliveries created before `before`; how many."""
+
+    @abc.abstractmethod
+    async def deliveries(
+        self,
+        endpoint_id: str,
+        *,
+        limit: int,
+        before: int | None = None,
+        status: DeliveryStatus | None = None,
+        since: float = 0.0,
+    ) -> list[DeliveryRecord]:
+        """The endpoint's deliveries, newest (highest gid) first, with gid < `before` when given, of `status`
+        when given; finished ones only if created at `since` or later (pending ones always)."""
 
     @abc.abstractmethod
     async def get_delivery(self, delivery_id: str) -> DeliveryRecord | None: ...
@@ -151,3 +185,8 @@ class WebhookStore(abc.ABC):
     @abc.abstractmethod
     async def redeliver(self, delivery_id: str, now: float) -> DeliveryRecord | None:
         """Make a delivery pending again, due at `now` (its attempts counted on); None if there is none."""
+
+    @abc.abstractmethod
+    async def cancel(self, delivery_id: str) -> DeliveryRecord | None:
+        """Make a pending delivery `canceled` (its lease ended: an attempt under way records nothing), so its
+        thread's next one may go; the record after, or None if there is no such pending delivery."""

@@ -13,6 +13,7 @@ from aitp.bindings.openai_threads.models import DeletedObject
 from aitp.bindings.openai_threads.models.webhooks import (
     CreatedWebhook,
     CreateWebhookRequest,
+    DeliveryStatus,
     ModifyWebhookRequest,
     Webhook,
     WebhookDelivery,
@@ -39,6 +40,7 @@ def render(record: EndpointRecord) -> dict[str, Any]:
         "url": record.url,
         "event_types": record.event_types,
         "messages": record.messages,
+        "on_client_error": record.on_client_error,
         "description": record.description,
         "enabled": record.enabled,
         "created_at": record.created_at,
@@ -83,6 +85,7 @@ async def create_webhook(body: CreateWebhookRequest, rt: RuntimeDep, principal: 
         body.url,
         event_types=list(body.event_types),
         messages=body.messages,
+        on_client_error=body.on_client_error,
         description=body.description,
         actor=body.actor,
         enabled=body.enabled,
@@ -145,7 +148,7 @@ async def delete_webhook(webhook_id: str, rt: RuntimeDep, principal: PrincipalDe
     "/webhooks/{webhook_id}/deliveries",
     responses=error_responses(*KEYED, 400, 404),
     response_model=WebhookDeliveryList,
-    summary="A webhook's deliveries, newest first: status, attempts, last answer, next attempt",
+    summary="A webhook's deliveries within the retention period, newest first, of one status if given",
 )
 async def list_deliveries(
     webhook_id: str,
@@ -153,8 +156,9 @@ async def list_deliveries(
     principal: PrincipalDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     before: Annotated[str | None, Query(max_length=128)] = None,
+    status: Annotated[DeliveryStatus | None, Query()] = None,
 ) -> FastJSONResponse:
-    found, more = await webhooks.list_deliveries(rt, principal, webhook_id, limit=limit, before=before)
+    found, more = await webhooks.list_deliveries(rt, principal, webhook_id, limit=limit, before=before, status=status)
     data = [render_delivery(d) for d in found]
     return FastJSONResponse(
         {"object": "list", "data": data, "last_id": found[-1].id if found else None, "has_more": more}
@@ -170,3 +174,16 @@ async def list_deliveries(
 @idempotent()
 async def redeliver(webhook_id: str, delivery_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
     return FastJSONResponse(render_delivery(await webhooks.redeliver(rt, principal, webhook_id, delivery_id)))
+
+
+@router.post(
+    "/webhooks/{webhook_id}/deliveries/{delivery_id}/cancel",
+    responses=error_responses(*KEYED, *BODY, 404, 409),
+    response_model=WebhookDelivery,
+    summary="Give up a pending delivery: it is canceled and its thread's next one goes",
+)
+@idempotent()
+async def cancel_delivery(
+    webhook_id: str, delivery_id: str, rt: RuntimeDep, principal: PrincipalDep
+) -> FastJSONResponse:
+    return FastJSONResponse(render_delivery(await webhooks.cancel_delivery(rt, principal, webhook_id, delivery_id)))

@@ -100,11 +100,22 @@ class MongoEngine:
         await db.idempotency_keys.create_index([("expires_at", ASCENDING)], expireAfterSeconds=0)
         await db.one_time_codes.create_index([("expires_at", ASCENDING)], expireAfterSeconds=0)
         await db.webhook_endpoints.create_index([("actor", ASCENDING)])
+        # the per-actor limit: each endpoint created under it holds one of its actor's slots (mongo/webhooks.py)
+        await db.webhook_endpoints.create_index(
+            [("actor", ASCENDING), ("slot", ASCENDING)],
+            unique=True,
+            partialFilterExpression={"slot": {"$exists": True}},
+        )
         await db.webhook_deliveries.create_index([("endpoint_id", ASCENDING), ("gid", ASCENDING)], unique=True)
         # a delivery is attempted only when no earlier one of its thread is pending (mongo/webhooks.py, claim)
         await db.webhook_deliveries.create_index(
             [("endpoint_id", ASCENDING), ("status", ASCENDING), ("thread_id", ASCENDING), ("gid", ASCENDING)]
         )
+        # a claim reads only the due ones (mongo/webhooks.py, _due_heads), never the finished ones kept
+        await db.webhook_deliveries.create_index(
+            [("endpoint_id", ASCENDING), ("status", ASCENDING), ("next_attempt_at", ASCENDING)]
+        )
+        await db.webhook_deliveries.create_index([("status", ASCENDING), ("created_at", ASCENDING)])  # prune
 
     async def exists(self) -> bool:
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(self.url, serverSelectionTimeoutMS=5000)

@@ -1,5 +1,11 @@
 """Webhook endpoints and deliveries in the `webhook_endpoints` and `webhook_deliveries` collections, `_id`
-the record's id; single-document atomic writes (a lease is taken by one conditional update)."""
+the record's id; single-document atomic writes: a lease is taken by one conditional update, and an endpoint
+created under the per-actor limit takes one of its actor's numbered slots, unique per actor (an index), so
+concurrent creations never exceed the limit. (Endpoints written before slots have none: they count, but only
+sequential creations see them.)
+
+The engine's reads (`claim`, `next_due`) go through the (endpoint, status, ...) indexes on pending deliveries:
+finished ones, kept for the delivery log until `prune`, are never read by them."""
 
 from __future__ import annotations
 
@@ -7,13 +13,23 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
-from pymongo.errors import BulkWriteError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from aitp.store.mongo.engine import MongoEngine
-from aitp.store.webhooks import Claim, DeliveryRecord, EndpointRecord, WebhookSecret, WebhookStore
+from aitp.store.webhooks import Claim, DeliveryRecord, DeliveryStatus, EndpointRecord, WebhookSecret, WebhookStore
 
 DUPLICATE_KEY = 11000
-_MUTABLE = ("url", "event_types", "messages", "enabled", "description", "failing_since", "disabled_reason")
+_MUTABLE = (
+    "url",
+    "event_types",
+    "messages",
+    "on_client_error",
+    "enabled",
+    "description",
+    "failing_since",
+    "disabled_reason",
+)
+_FINISHED = ["succeeded", "failed", "canceled"]
 _OUTCOME = ("status", "next_attempt_at", "last_attempt_at", "last_status", "last_error")
 _DELIVERY_FIELDS = [f.name for f in fields(DeliveryRecord) if f.name != "id"]
 
@@ -22,6 +38,7 @@ def _endpoint(doc: dict[str, Any]) -> EndpointRecord:
     values = {name: doc.get(name) for name in (f.name for f in fields(EndpointRecord)) if name != "id"}
     values["secrets"] = [WebhookSecret(**s) for s in doc["secrets"]]
     values["messages"] = doc.get("messages", "all")  # written before endpoints chose: all, as then
+    values["on_client_error"] = doc.get("on_client_error", "skip")
     return EndpointRecord(id=doc["_id"], **values)
 
 
@@ -45,9 +62,25 @@ class MongoWebhooks(WebhookStore):
     def _deliveries(self) -> Any:
         return self._engine.db.webhook_deliveries
 
-    async def create(self, endpoint: EndpointRecord) -> None:
+    async def create(self, endpoint: EndpointRecord, *, limit: int | None = None) -> bool:
         document = asdict(endpoint)
-        await self._endpoints.insert_one({"_id": document.pop("id"), **document})
+        document = {"_id": document.pop("id"), **document}
+        if limit is None:
+            await self._endpoints.insert_one(document)
+            return True
+        held = [doc async for doc in self._endpoints.find({"actor": endpoint.actor}, {"slot": 1})]
+        if len(held) >= limit:
+            return False
+        # a conditional insert: the endpoint takes one of its actor's `limit` slots, unique per actor (index),
+        # so of two concurrent creations (any instance) taking the last free slot one fails
+        taken = {doc.get("slot") for doc in held}
+        for slot in (n for n in range(limit) if n not in taken):
+            try:
+                await self._endpoints.insert_one({**document, "slot": slot})
+                return True
+            except DuplicateKeyError:
+                continue  # a concurrent creation took it: the next free one
+        return False
 
     async def get(self, endpoint_id: str) -> EndpointRecord | None:
         doc = await self._endpoints.find_one({"_id": endpoint_id})
@@ -97,12 +130,38 @@ class MongoWebhooks(WebhookStore):
             heads.setdefault(doc["thread_id"], doc)
         return list(heads.values())
 
+    async def _due_heads(self, endpoint_id: str, now: float, limit: int) -> list[dict[str, Any]]:
+        """At most `limit` due, unleased pending deliveries of the endpoint, each the oldest pending one of its
+        thread, by gid: read from the due ones alone (the pending-by-due index), each checked to be its
+        thread's head by one indexed look for an earlier pending one."""
+        if limit <= 0:
+            return []
+        due = self._deliveries.find(
+            {
+                "endpoint_id": endpoint_id,
+                "status": "pending",
+                "next_attempt_at": {"$lte": now},
+                "lease_until": {"$lte": now},
+            },
+            {"thread_id": 1, "gid": 1},
+        ).sort("gid", ASCENDING)
+        heads: list[dict[str, Any]] = []
+        looked: set[str] = set()  # threads whose first due delivery was looked at: a later one is no head
+        async for doc in due:
+            if doc["thread_id"] in looked:
+                continue
+            looked.add(doc["thread_id"])
+            earlier = {"endpoint_id": endpoint_id, "status": "pending", "thread_id": doc["thread_id"]}
+            if await self._deliveries.find_one({**earlier, "gid": {"$lt": doc["gid"]}}, {"_id": 1}) is None:
+                heads.append(doc)
+                if len(heads) == limit:
+                    break
+        return heads
+
     async def claim(self, endpoint_id: str, terms: Claim) -> list[DeliveryRecord]:
         owner, now, lease_until, limit = terms.owner, terms.now, terms.lease_until, terms.limit
-        heads = await self._heads(endpoint_id)
-        due = [d for d in heads if d["next_attempt_at"] <= now and d["lease_until"] <= now][:limit]
         claimed = []
-        for head in due:
+        for head in await self._due_heads(endpoint_id, now, limit):
             # taken only if still pending and unleased: of two claimers, one matches
             doc = await self._deliveries.find_one_and_update(
                 {"_id": head["_id"], "status": "pending", "lease_until": {"$lte": now}},
@@ -123,10 +182,39 @@ class MongoWebhooks(WebhookStore):
         heads = await self._heads(endpoint_id)
         return min((max(d["next_attempt_at"], d["lease_until"]) for d in heads), default=None)
 
-    async def deliveries(self, endpoint_id: str, *, limit: int, before: int | None = None) -> list[DeliveryRecord]:
-        query: dict[str, Any] = {"endpoint_id": endpoint_id}
+    async def hasten(self, endpoint_id: str, now: float) -> int:
+        waiting = {"endpoint_id": endpoint_id, "status": "pending", "next_attempt_at": {"$gt": now}}
+        return (await self._deliveries.update_many(waiting, {"$set": {"next_attempt_at": now}})).modified_count
+
+    async def release(self, owner: str, endpoint_ids: list[str]) -> int:
+        held = {"endpoint_id": {"$in": endpoint_ids}, "status": "pending", "lease_owner": owner}
+        released = await self._deliveries.update_many(held, {"$set": {"lease_owner": None, "lease_until": 0.0}})
+        return released.modified_count
+
+    async def prune(self, before: float, limit: int) -> int:
+        old = self._deliveries.find({"status": {"$in": _FINISHED}, "created_at": {"$lt": before}}, {"_id": 1})
+        ids = [doc["_id"] async for doc in old.limit(limit)]
+        if not ids:
+            return 0
+        return (await self._deliveries.delete_many({"_id": {"$in": ids}})).deleted_count
+
+    async def deliveries(
+        self,
+        endpoint_id: str,
+        *,
+        limit: int,
+        before: int | None = None,
+        status: DeliveryStatus | None = None,
+        since: float = 0.0,
+    ) -> list[DeliveryRecord]:
+        query: dict[str, Any] = {
+            "endpoint_id": endpoint_id,
+            "$or": [{"status": "pending"}, {"created_at": {"$gte": since}}],
+        }
         if before is not None:
             query["gid"] = {"$lt": before}
+        if status is not None:
+            query["status"] = status
         return [_delivery(d) async for d in self._deliveries.find(query).sort("gid", DESCENDING).limit(limit)]
 
     async def get_delivery(self, delivery_id: str) -> DeliveryRecord | None:
@@ -137,6 +225,14 @@ class MongoWebhooks(WebhookStore):
         doc = await self._deliveries.find_one_and_update(
             {"_id": delivery_id},
             {"$set": {"status": "pending", "next_attempt_at": now}},
+            return_document=ReturnDocument.AFTER,
+        )
+        return None if doc is None else _delivery(doc)
+
+    async def cancel(self, delivery_id: str) -> DeliveryRecord | None:
+        doc = await self._deliveries.find_one_and_update(
+            {"_id": delivery_id, "status": "pending"},
+            {"$set": {"status": "canceled", "lease_owner": None, "lease_until": 0.0}},
             return_document=ReturnDocument.AFTER,
         )
         return None if doc is None else _delivery(doc)

@@ -96,6 +96,13 @@ def _webhook_messages_column(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE webhook_endpoints ADD COLUMN messages TEXT NOT NULL DEFAULT 'all'")
 
 
+def _webhook_client_error_column(conn: sqlite3.Connection) -> None:
+    """Once, on a store written before endpoints chose what a 4xx does: theirs skip (the default)."""
+    columns = {row["name"] for row in conn.execute("PRAGMA table_info(webhook_endpoints)")}
+    if "on_client_error" not in columns:
+        conn.execute("ALTER TABLE webhook_endpoints ADD COLUMN on_client_error TEXT NOT NULL DEFAULT 'skip'")
+
+
 def _thread_turn_columns(conn: sqlite3.Connection) -> None:
     """Once, on a store written before turn budgets: its threads take the default budget, no turns used."""
     columns = {row["name"] for row in conn.execute("PRAGMA table_info(threads)")}
@@ -109,6 +116,7 @@ def _upgrade(conn: sqlite3.Connection) -> None:
     _key_expiry_column(conn)
     _thread_turn_columns(conn)
     _webhook_messages_column(conn)
+    _webhook_client_error_column(conn)
     create_identities(conn)
     upgrade_a2a(conn)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from aitp.store.sqlite.engine import SQLiteEngine
 from aitp.store.sqlite.schema import dumps, loads
-from aitp.store.webhooks import Claim, DeliveryRecord, EndpointRecord, WebhookSecret, WebhookStore
+from aitp.store.webhooks import Claim, DeliveryRecord, DeliveryStatus, EndpointRecord, WebhookSecret, WebhookStore
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS webhook_endpoints (
@@ -23,7 +23,8 @@ CREATE TABLE IF NOT EXISTS webhook_endpoints (
     description TEXT,
     failing_since REAL,
     disabled_reason TEXT,
-    messages TEXT NOT NULL DEFAULT 'all'
+    messages TEXT NOT NULL DEFAULT 'all',
+    on_client_error TEXT NOT NULL DEFAULT 'skip'
 );
 CREATE INDEX IF NOT EXISTS webhook_endpoints_by_actor ON webhook_endpoints (actor, id);
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
@@ -46,17 +47,52 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
 CREATE UNIQUE INDEX IF NOT EXISTS webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, gid);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_pending ON webhook_deliveries (endpoint_id, thread_id, gid)
     WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS webhook_deliveries_finished ON webhook_deliveries (created_at)
+    WHERE status <> 'pending';
 """
 
 _DELIVERY_COLUMNS = [f.name for f in fields(DeliveryRecord)]
-# the oldest pending delivery of each thread of the endpoint: only it may be attempted (order per thread)
-_HEAD = """
-d.endpoint_id = ? AND d.status = 'pending' AND NOT EXISTS (
-    SELECT 1 FROM webhook_deliveries p
-    WHERE p.endpoint_id = d.endpoint_id AND p.thread_id = d.thread_id AND p.status = 'pending' AND p.gid < d.gid
-)"""
-_DUE_HEADS = f"SELECT d.id FROM webhook_deliveries d WHERE {_HEAD} AND d.next_attempt_at <= ? AND d.lease_until <= ?"
-_NEXT_DUE = f"SELECT MIN(MAX(d.next_attempt_at, d.lease_until)) FROM webhook_deliveries d WHERE {_HEAD}"
+# The oldest pending delivery of each thread of the endpoint (its head): only it may be attempted (order per
+# thread). Found by a skip-scan of the pending index, one seek per thread with pending deliveries: a cost of
+# the threads waiting, not of the deliveries pending (a backlog) nor of those finished (the history). The
+# index is named: the planner otherwise prefers the endpoint index, which walks every delivery the endpoint
+# ever had, a cost growing with history (issue 28); CROSS JOIN keeps the heads the outer loop (the planner
+# would otherwise walk the endpoint's pending deliveries and look each up among the heads).
+_PENDING = "webhook_deliveries INDEXED BY webhook_deliveries_pending"
+_HEADS = f"""
+WITH RECURSIVE threads(thread_id) AS (
+    SELECT thread_id FROM (
+        SELECT thread_id FROM {_PENDING} WHERE endpoint_id = :endpoint AND status = 'pending'
+        ORDER BY thread_id LIMIT 1
+    )
+    UNION ALL
+    SELECT (
+        SELECT thread_id FROM {_PENDING}
+        WHERE endpoint_id = :endpoint AND status = 'pending' AND thread_id > threads.thread_id
+        ORDER BY thread_id LIMIT 1
+    ) FROM threads WHERE threads.thread_id IS NOT NULL
+), heads(thread_id, gid) AS MATERIALIZED (
+    SELECT thread_id, (
+        SELECT gid FROM {_PENDING}
+        WHERE endpoint_id = :endpoint AND status = 'pending' AND thread_id = threads.thread_id
+        ORDER BY gid LIMIT 1
+    ) FROM threads WHERE threads.thread_id IS NOT NULL
+)
+SELECT {{columns}} FROM heads CROSS JOIN {_PENDING.replace("INDEXED", "d INDEXED")}
+    ON d.endpoint_id = :endpoint AND d.status = 'pending' AND d.thread_id = heads.thread_id AND d.gid = heads.gid"""
+DUE_HEADS = (
+    _HEADS.format(columns="d.id")
+    + " WHERE d.next_attempt_at <= :now AND d.lease_until <= :now ORDER BY d.gid LIMIT :limit"
+)
+NEXT_DUE = _HEADS.format(columns="MIN(MAX(d.next_attempt_at, d.lease_until))")
+HASTEN = (
+    "UPDATE webhook_deliveries INDEXED BY webhook_deliveries_pending SET next_attempt_at = ?"
+    " WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at > ?"
+)
+PRUNE = (
+    "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries INDEXED BY"
+    " webhook_deliveries_finished WHERE status <> 'pending' AND created_at < ? LIMIT ?)"
+)
 
 
 def _endpoint(row: sqlite3.Row) -> EndpointRecord:
@@ -87,7 +123,8 @@ def _advance(conn: sqlite3.Connection, endpoint_id: str, after: int, to: int, de
 
 def _claim(conn: sqlite3.Connection, endpoint_id: str, terms: Claim) -> list[DeliveryRecord]:
     owner, now, lease_until, limit = terms.owner, terms.now, terms.lease_until, terms.limit
-    ids = [row[0] for row in conn.execute(f"{_DUE_HEADS} ORDER BY d.gid LIMIT ?", (endpoint_id, now, now, limit))]
+    values = {"endpoint": endpoint_id, "now": now, "limit": limit}
+    ids = [row[0] for row in conn.execute(DUE_HEADS, values)]
     claimed = []
     for found in ids:  # in the same write transaction as the read: no other claim sees them free
         row = conn.execute(
@@ -106,14 +143,24 @@ class SQLiteWebhooks(WebhookStore):
     def __init__(self, engine: SQLiteEngine) -> None:
         self._engine = engine
 
-    async def create(self, endpoint: EndpointRecord) -> None:
+    async def create(self, endpoint: EndpointRecord, *, limit: int | None = None) -> bool:
         values = asdict(endpoint)
         values["event_types"] = dumps(endpoint.event_types)
         values["secrets"] = dumps(values["secrets"])
         columns = ", ".join(values)
         marks = ", ".join("?" * len(values))
         insert = f"INSERT INTO webhook_endpoints ({columns}) VALUES ({marks})"
-        await self._engine.write(lambda conn: conn.execute(insert, list(values.values())))
+
+        def op(conn: sqlite3.Connection) -> bool:
+            # in the write's BEGIN IMMEDIATE: no other connection (worker process) writes between count and insert
+            if limit is not None:
+                count = "SELECT COUNT(*) FROM webhook_endpoints WHERE actor = ?"
+                if conn.execute(count, (endpoint.actor,)).fetchone()[0] >= limit:
+                    return False
+            conn.execute(insert, list(values.values()))
+            return True
+
+        return await self._engine.write(op)
 
     async def get(self, endpoint_id: str) -> EndpointRecord | None:
         def op(conn: sqlite3.Connection) -> EndpointRecord | None:
@@ -140,13 +187,14 @@ class SQLiteWebhooks(WebhookStore):
 
     async def update(self, endpoint: EndpointRecord) -> bool:
         update = (
-            "UPDATE webhook_endpoints SET url = ?, event_types = ?, messages = ?, enabled = ?, secrets = ?,"
-            " description = ?, failing_since = ?, disabled_reason = ? WHERE id = ?"
+            "UPDATE webhook_endpoints SET url = ?, event_types = ?, messages = ?, on_client_error = ?, enabled = ?,"
+            " secrets = ?, description = ?, failing_since = ?, disabled_reason = ? WHERE id = ?"
         )
         values = (
             endpoint.url,
             dumps(endpoint.event_types),
             endpoint.messages,
+            endpoint.on_client_error,
             int(endpoint.enabled),
             dumps([asdict(s) for s in endpoint.secrets]),
             endpoint.description,
@@ -208,19 +256,49 @@ class SQLiteWebhooks(WebhookStore):
 
     async def next_due(self, endpoint_id: str) -> float | None:
         def op(conn: sqlite3.Connection) -> float | None:
-            due: float | None = conn.execute(_NEXT_DUE, (endpoint_id,)).fetchone()[0]
+            due: float | None = conn.execute(NEXT_DUE, {"endpoint": endpoint_id}).fetchone()[0]
             return due
 
         return await self._engine.run(op)
 
-    async def deliveries(self, endpoint_id: str, *, limit: int, before: int | None = None) -> list[DeliveryRecord]:
-        def op(conn: sqlite3.Connection) -> list[DeliveryRecord]:
-            bound = "" if before is None else " AND gid < ?"
-            values: list[Any] = [endpoint_id, *([] if before is None else [before]), limit]
-            sql = f"SELECT * FROM webhook_deliveries WHERE endpoint_id = ?{bound} ORDER BY gid DESC LIMIT ?"
-            return [_delivery(r) for r in conn.execute(sql, values)]
+    async def hasten(self, endpoint_id: str, now: float) -> int:
+        return await self._engine.write_shared(lambda conn: conn.execute(HASTEN, (now, endpoint_id, now)).rowcount)
 
-        return await self._engine.run(op)
+    async def release(self, owner: str, endpoint_ids: list[str]) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            release = (
+                "UPDATE webhook_deliveries INDEXED BY webhook_deliveries_pending SET lease_owner = NULL,"
+                " lease_until = 0 WHERE endpoint_id = ? AND status = 'pending' AND lease_owner = ?"
+            )
+            return sum(conn.execute(release, (endpoint_id, owner)).rowcount for endpoint_id in endpoint_ids)
+
+        return await self._engine.write(op)
+
+    async def prune(self, before: float, limit: int) -> int:
+        return await self._engine.write(lambda conn: conn.execute(PRUNE, (before, limit)).rowcount, may_wait=True)
+
+    async def deliveries(
+        self,
+        endpoint_id: str,
+        *,
+        limit: int,
+        before: int | None = None,
+        status: DeliveryStatus | None = None,
+        since: float = 0.0,
+    ) -> list[DeliveryRecord]:
+        def op(conn: sqlite3.Connection) -> list[DeliveryRecord]:
+            where, values = ["endpoint_id = ?", "(status = 'pending' OR created_at >= ?)"], [endpoint_id, since]
+            if before is not None:
+                where.append("gid < ?")
+                values.append(before)
+            if status is not None:
+                where.append("status = ?")
+                values.append(status)
+            sql = f"SELECT * FROM webhook_deliveries WHERE {' AND '.join(where)} ORDER BY gid DESC LIMIT ?"
+            return [_delivery(r) for r in conn.execute(sql, [*values, limit])]
+
+        # a status seldom seen walks the endpoint's deliveries (within the retention) until `limit` are found
+        return await self._engine.run(op, may_wait=status is not None)
 
     async def get_delivery(self, delivery_id: str) -> DeliveryRecord | None:
         def op(conn: sqlite3.Connection) -> DeliveryRecord | None:
@@ -238,3 +316,14 @@ class SQLiteWebhooks(WebhookStore):
             return None if row is None else _delivery(row)
 
         return await self._engine.write(op)
+
+    async def cancel(self, delivery_id: str) -> DeliveryRecord | None:
+        def op(conn: sqlite3.Connection) -> DeliveryRecord | None:
+            row = conn.execute(
+                "UPDATE webhook_deliveries SET status = 'canceled', lease_owner = NULL, lease_until = 0"
+                " WHERE id = ? AND status = 'pending' RETURNING *",
+                (delivery_id,),
+            ).fetchone()
+            return None if row is None else _delivery(row)
+
+        return await self._engine.write_shared(op)

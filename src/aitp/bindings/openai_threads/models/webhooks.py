@@ -17,6 +17,13 @@ MESSAGES = (
     " agents answering what they get do not answer each other forever. Other event types are unaffected."
 )
 Messages = Literal["all", "addressed"]
+ON_CLIENT_ERROR = (
+    "What a 4xx answer (but 408, 410 and 429) does to a delivery: `skip` (default): after 3 such answers the"
+    " delivery is `failed` and its thread's next event goes; `block`: it is retried like any failure (for"
+    " up to a day), holding its thread's later events back."
+)
+ClientErrorPolicy = Literal["skip", "block"]
+DeliveryStatus = Literal["pending", "succeeded", "failed", "canceled"]
 
 
 class CreateWebhookRequest(BaseModel):
@@ -24,6 +31,7 @@ class CreateWebhookRequest(BaseModel):
     url: str = Field(min_length=1, max_length=2048, description=URL)
     event_types: list[EventType] = Field(default_factory=list, description=EVENT_TYPES)
     messages: Messages = Field("all", description=MESSAGES)
+    on_client_error: ClientErrorPolicy = Field("skip", description=ON_CLIENT_ERROR)
     description: str | None = Field(None, max_length=512)
     enabled: bool = Field(True, strict=True)
     actor: str | None = Field(
@@ -39,6 +47,7 @@ class ModifyWebhookRequest(BaseModel):
     url: str = Field(None, min_length=1, max_length=2048, description=URL)
     event_types: list[EventType] = Field(None, description=EVENT_TYPES)
     messages: Messages = Field(None, description=MESSAGES)
+    on_client_error: ClientErrorPolicy = Field(None, description=ON_CLIENT_ERROR)
     description: str | None = Field(None, max_length=512)
     enabled: bool = Field(None, strict=True)
 
@@ -50,6 +59,7 @@ class Webhook(BaseModel):
     url: str
     event_types: list[str] = Field(description=EVENT_TYPES)
     messages: Messages = Field(description=MESSAGES)
+    on_client_error: ClientErrorPolicy = Field(description=ON_CLIENT_ERROR)
     description: str | None
     enabled: bool
     created_at: int
@@ -77,7 +87,7 @@ class WebhookDelivery(BaseModel):
     thread_id: str
     cursor: int = Field(description="The event's inbox cursor (also in the body).")
     event_type: str
-    status: Literal["pending", "succeeded", "failed"]
+    status: DeliveryStatus = Field(description="`canceled`: a caller gave up on it while pending.")
     attempts: int
     last_attempt_at: int | None
     last_status: int | None = Field(description="The HTTP status of the last answer; null if none came.")

@@ -1,5 +1,6 @@
 """No secret reaches the server's output: a key sent as `?token=` (how the web UI opens its WebSocket) is
-redacted from every log line, the access log's included.
+redacted from every log line, the access log's included; so are the query values and user info of every URL
+the server logs (a webhook receiver's, an agent card's: httpx's line for each outbound request, our own lines).
 
 Specification: after WebSocket connects and SSE/GET requests carrying a key in `?token=` (accepted or
 not, the parameter's name percent-encoded or not), the key appears in no line the server wrote, and
@@ -15,9 +16,11 @@ import pytest
 import websockets
 
 from aitp.redaction import redact
+from aitp.serving import redact_urls
 from aitp.testing import start_server
 from tests.conftest import ADMIN_KEY
 from tests.support.live import sse_frames, ws_connect, ws_events
+from tests.support.receiver import receiving
 
 
 async def test_a_key_sent_as_token_reaches_no_log_line(tmp_path: Path) -> None:
@@ -56,3 +59,36 @@ def test_redaction_keeps_other_parameters_and_removes_key_shapes_and_url_passwor
     assert redact("/v1/x?tokens=1&Token=a;b&x=2") == "/v1/x?tokens=1&Token=[redacted]&x=2"
     assert redact(f"refused {key}.") == "refused aitp_[redacted]."
     assert redact("mongodb://app:s3cret@db:27017/aitp") == "mongodb://app:[redacted]@db:27017/aitp"
+
+
+async def test_a_receiver_urls_query_reaches_the_receiver_and_no_log_line(tmp_path: Path) -> None:
+    """A webhook URL's query (a receiver's own credentials: `?token=`, any other name) is sent as given and
+    logged with its values redacted: httpx's line for each attempt names the URL."""
+    async with receiving() as receiver:
+        origin = receiver.url.removesuffix("/hooks")
+        env = {"AITP_ADMIN_KEY": ADMIN_KEY, "AITP_WEBHOOK_ALLOW": origin + "/"}
+        server = start_server(f"sqlite:///{tmp_path / 'aitp.db'}", tmp_path / "serve.log", env)
+        try:
+            admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+            async with httpx.AsyncClient(base_url=server.base_url + "/v1", headers=admin, timeout=30) as client:
+                url = f"{receiver.url}?token=receiver-s3cret&sig=sig-s3cret&plain=1"
+                hook = await client.post("/webhooks", json={"actor": "shop", "url": url})
+                assert hook.status_code == 200, hook.text
+                await client.post("/threads", json={"actors": [{"id": "shop"}], "messages": ["hello"]})
+                await receiver.wait_for(lambda r: len(r.delivered) >= 1)
+        finally:
+            server.stop()
+
+    output = server.output()
+    assert "s3cret" not in output
+    assert f"POST {receiver.url}?token=[redacted]&sig=[redacted]&plain=[redacted]" in output, output
+
+
+def test_url_redaction_keeps_names_and_drops_values_and_user_info() -> None:
+    assert redact_urls("POST https://u:p@h.example/a?token=t&sig=s#code=c x") == (
+        "POST https://[redacted]@h.example/a?token=[redacted]&sig=[redacted]#code=[redacted] x"
+    )
+    assert redact_urls("card at 'https://tok@agent.example/.well-known/agent.json'.") == (
+        "card at 'https://[redacted]@agent.example/.well-known/agent.json'."
+    )
+    assert redact_urls('"GET /v1/x?after=3 HTTP/1.1" 200') == '"GET /v1/x?after=3 HTTP/1.1" 200'  # a path: as is

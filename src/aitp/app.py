@@ -9,11 +9,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import BaseRoute
 
 from aitp import __version__
+from aitp.auth import bearer_token
 from aitp.bindings.a2a import parts as a2a_parts
 from aitp.bindings.a2a import routes as a2a
 from aitp.bindings.openai_conversations.routes import routes as conversation_routes
@@ -114,10 +115,15 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     hot = [a2a.rpc_route(app.routes), _served_by(app.routes, messages.post_message)]
     app.add_middleware(Lane, routes=hot, context=context, handlers=app.exception_handlers)
 
-    @app.get("/health", tags=["health"], summary="Liveness and counters (no key needed)")
-    async def health() -> dict[str, Any]:
+    @app.get("/health", tags=["health"], summary="Liveness (no key needed); with an admin key, counters too")
+    async def health(request: Request) -> dict[str, Any]:
         # pid: which worker answered, under `aitp serve --workers N` (all share one port)
-        return {"status": "ok", "version": __version__, "pid": os.getpid(), "webhooks": deliveries.health()}
+        answer: dict[str, Any] = {"status": "ok", "version": __version__, "pid": os.getpid()}
+        # what the service is doing (deliveries failing, endpoints disabled) is the operator's: an admin key's
+        authorization = request.headers.get("authorization")
+        if authorization is not None and (await runtime.state(Gate).admit(bearer_token(authorization))).admin:
+            answer["webhooks"] = deliveries.health()
+        return answer
 
     # the chat UI: plain ES modules and CSS, no build step; mounted last so API routes win
     web = Path(settings.web_dir) if settings.web_dir else shipped_directory("web")

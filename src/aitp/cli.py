@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -46,12 +47,10 @@ def serve(settings: Settings, workers: int = 1) -> int:
         )
         return 2
     serving.configure_logging()
-    from aitp.services.codes import SERVE_LINK_TTL, admin_sign_in_code
     from aitp.services.keys import ensure_admin_key
 
     new_admin_key = None if settings.admin_key else _with_store(settings, ensure_admin_key)
-    shown_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
-    base = f"http://{shown_host}:{settings.port}"
+    base = _base_url(settings)
     print(f"aitp: store {redaction.redact(settings.store_url)}", flush=True)
     if new_admin_key:
         print(
@@ -61,18 +60,64 @@ def serve(settings: Settings, workers: int = 1) -> int:
             f"aitp: API docs at {base}/docs",
             flush=True,
         )
+        # the first start: whoever reads the key may read a link (it is worth less than the key), printed with it
+        print(
+            f"aitp: web UI, sign in as admin once within the hour: {_admin_link(settings, new_admin_key)}", flush=True
+        )
     else:
         print(f"aitp: API at {base}/v1, docs at {base}/docs", flush=True)
-    admin_key = new_admin_key or settings.admin_key
-    if admin_key:
-        # a one-time code, never the key: the link works once, for an hour, and its fragment reaches no server
-        code = _with_store(settings, lambda store: admin_sign_in_code(store, admin_key, SERVE_LINK_TTL))
-        print(f"aitp: web UI, sign in as admin once within the hour: {base}/#code={code}", flush=True)
-    else:
-        print(f"aitp: web UI at {base}/", flush=True)
+        if settings.admin_key and sys.stderr.isatty():
+            # a person at a terminal: the link, on the terminal only (a log file is not written through a TTY)
+            link = _admin_link(settings, settings.admin_key)
+            print(f"aitp: web UI, sign in as admin once within the hour: {link}", file=sys.stderr, flush=True)
+        else:  # on every later start the output may be a log others read: no live link in it
+            print(f"aitp: web UI at {base}/ (a sign-in link for the admin: aitp admin link)", flush=True)
     if workers > 1:
         print(f"aitp: {workers} worker processes on one port (limits and caches are per worker)", flush=True)
     return serving.serve(settings, workers)
+
+
+def _base_url(settings: Settings) -> str:
+    shown_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    return f"http://{shown_host}:{settings.port}"
+
+
+def _admin_link(settings: Settings, admin_key: str, base: str | None = None) -> str:
+    """A link to the web UI that signs in as the admin once, within the hour: a one-time code made by
+    `admin_key`, never the key (and a URL fragment reaches no server)."""
+    from aitp.services.codes import SERVE_LINK_TTL, admin_sign_in_code
+
+    code = _with_store(settings, lambda store: admin_sign_in_code(store, admin_key, SERVE_LINK_TTL))
+    return f"{base or _base_url(settings)}/#code={code}"
+
+
+def _read_key() -> str:
+    """The admin key, asked for on a terminal (not echoed), else the first line of stdin."""
+    if sys.stdin.isatty():
+        return getpass.getpass("aitp: the admin key: ").strip()
+    return sys.stdin.readline().strip()
+
+
+def admin_command(settings: Settings, args: argparse.Namespace) -> int:
+    """`aitp admin link`: a new sign-in link for the admin, printed to the terminal that asked for it. The admin
+    key is AITP_ADMIN_KEY, else read from the terminal (or stdin), and must be an admin key of the store."""
+    from aitp.auth import authenticate
+    from aitp.errors import Unauthenticated
+
+    if not asyncio.run(open_store(settings.store_url).exists()):
+        print(f"aitp: there is no store at {settings.store_url} (looked from {Path.cwd()}).", file=sys.stderr)
+        return 1
+    admin_key = settings.admin_key or _read_key()
+    try:  # AITP_ADMIN_KEY is the server's as it is given to it; a key read must be an admin key of the store
+        principal = _with_store(settings, lambda store: authenticate(store, admin_key, settings.admin_key))
+    except Unauthenticated as refused:
+        print(f"aitp: {refused.message}", file=sys.stderr)
+        return 1
+    if not principal.admin:
+        print("aitp: that key is not an admin key.", file=sys.stderr)
+        return 1
+    print(_admin_link(settings, admin_key, args.url.rstrip("/") if args.url else None))
+    return 0
 
 
 def _print_key(key: KeyRecord) -> None:
@@ -196,6 +241,15 @@ def parser() -> argparse.ArgumentParser:
     revoke_p = keys_sub.add_parser("revoke", help="revoke a key by id", parents=[store])
     revoke_p.add_argument("key_id")
 
+    admin_p = sub.add_parser("admin", help="the admin's sign-in", parents=[store])
+    admin_sub = admin_p.add_subparsers(dest="admin_command", required=True)
+    link_p = admin_sub.add_parser(
+        "link",
+        help="print a one-time sign-in link for the web UI, valid an hour (the admin key: AITP_ADMIN_KEY or asked)",
+        parents=[store],
+    )
+    link_p.add_argument("--url", help="the server's address in the link (default http://AITP_HOST:AITP_PORT)")
+
     cli_identity.add_parser(sub)
 
     schemas_p = sub.add_parser("schemas", help="wire-object JSON Schemas")
@@ -214,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve(settings.with_overrides(host=args.host, port=args.port, store_url=store_url), args.workers)
     if args.command == "keys":
         return keys_command(settings.with_overrides(store_url=store_url), args)
+    if args.command == "admin":
+        return admin_command(settings.with_overrides(store_url=store_url), args)
     if args.command == "identity":
         return cli_identity.identity_command(args)
     return schemas_command(args)

@@ -14,6 +14,10 @@ Each step refuses with its own code: `invalid_nonce`, `nonce_expired`, `nonce_us
 (`key_not_published`, `bad_signature`, `claims_mismatch`, `proof_malformed`, `well_known_unreachable`,
 `well_known_too_large`, `well_known_invalid`, `near_rpc_unreachable`). Attempts (challenges and tokens) are
 rate limited per actor and per client address, in this process.
+
+A one-time sign-in code (`POST /v1/sign-in`, `redeem_code`) is guarded the same way: the codes a client
+address had refused are counted (`sign_in_code_failures_per_minute`), and past them it is answered 429
+before its code is looked at. Only refusals count: a browser that signs in with good links is never held up.
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ import binascii
 import math
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from aitp.auth import hash_key
-from aitp.errors import InvalidRequest, PermissionDenied, Unauthenticated
+from aitp.errors import InvalidRequest, PermissionDenied, RateLimited, Unauthenticated
 from aitp.identity import (
     ProofRefused,
     full_access_key,
@@ -41,9 +46,9 @@ from aitp.identity import (
 )
 from aitp.identity.names import name_key
 from aitp.runtime import Runtime
-from aitp.services import keys
+from aitp.services import codes, keys
 from aitp.services.destinations import tls_context
-from aitp.services.rate_limit import RateLimiter
+from aitp.services.rate_limit import PRUNE_ABOVE, RateLimiter, TokenBucket
 from aitp.services.well_known import WellKnownCache
 from aitp.store.codes import CodeRecord
 from aitp.store.identities import IdentityRecord
@@ -78,7 +83,58 @@ class SignIns:
     def __init__(self, rt: Runtime) -> None:
         self.by_actor = RateLimiter()
         self.by_address = RateLimiter()
+        self.code_failures = FailureLimiter()
         self.purged_at = 0.0
+
+
+class FailureLimiter:
+    """Refusals per client address: a token bucket per address that only a refusal takes from, and that is
+    read (not taken from) before each attempt, so successes never count. `clock` is injectable."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._buckets: dict[str, TokenBucket] = {}
+
+    def wait(self, address: str, rate: float, burst: int) -> float:
+        """Seconds until `address` may try again (0.0: now)."""
+        bucket = self._buckets.get(address)
+        if rate <= 0 or bucket is None:
+            return 0.0
+        tokens = min(float(burst), bucket.tokens + (self.clock() - bucket.updated) * rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / rate
+
+    def failed(self, address: str, rate: float, burst: int) -> None:
+        """Count one refusal of `address`."""
+        if rate <= 0:
+            return
+        now = self.clock()
+        bucket = self._buckets.get(address)
+        if bucket is None:
+            if len(self._buckets) >= PRUNE_ABOVE:  # buckets full again say nothing: dropped
+                self._buckets = {a: b for a, b in self._buckets.items() if b.full_at(rate, burst) > now}
+            bucket = self._buckets[address] = TokenBucket(tokens=float(burst), updated=now)
+        bucket.take(now, rate, burst)
+
+
+async def redeem_code(rt: Runtime, code: str, address: str | None) -> keys.CreatedKey:
+    """`codes.sign_in`, unless `address` had too many codes refused lately (429 `too_many_sign_in_attempts`
+    with Retry-After, the code not looked at); a refusal (401) counts against `address`."""
+    failures, per_minute = rt.state(SignIns).code_failures, rt.settings.sign_in_code_failures_per_minute
+    rate, burst = per_minute / 60, max(1, int(per_minute))
+    if address is not None and (wait := failures.wait(address, rate, burst)) > 0:
+        retry_after = max(1, math.ceil(wait))
+        raise RateLimited(
+            f"Rate limit reached for refused sign-in codes from here: {per_minute:g} per minute. "
+            f"Retry after {retry_after} s.",
+            retry_after=retry_after,
+            code="too_many_sign_in_attempts",
+        )
+    try:
+        return await codes.sign_in(rt, code)
+    except Unauthenticated:
+        if address is not None:
+            failures.failed(address, rate, burst)
+        raise
 
 
 PURGE_EVERY = 10.0  # seconds between deletes of expired challenges: one write (an fsync) less per sign-in

@@ -3,13 +3,51 @@ OpenAPI document (responses are rendered as plain dicts by `.render`)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from aitp.bindings.openai_conversations.items import ROLES, TEXT_PARTS
+from aitp.bindings.openai_threads.models.common import metadata_schema
+from aitp.inputs.shapes import IMAGE_DETAILS
 
 MAX_ITEMS = 20  # per request, as in the public API
 
-Items = list[dict[str, Any]]
+# A message item as `.items` takes it in, stated for the OpenAPI document (`.items` checks it, naming the
+# field): `role` and `content` are required, `type` may be left out (an easy input message).
+_TEXT_PART = {
+    "type": "object",
+    "properties": {"type": {"enum": list(TEXT_PARTS)}, "text": {"type": "string"}},
+    "required": ["type", "text"],
+}
+_IMAGE = {"detail": {"anyOf": [{"enum": list(IMAGE_DETAILS)}, {"type": "null"}]}}
+_IMAGE_PARTS = [
+    {
+        "type": "object",
+        "properties": {"type": {"const": "input_image"}, source: {"type": "string"}, **_IMAGE},
+        "required": ["type", source],
+    }
+    for source in ("image_url", "file_id")
+]
+ITEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "type": {"const": "message"},
+        "role": {"enum": list(ROLES), "description": "The role claimed; the role kept is the author's."},
+        "content": {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "array", "minItems": 1, "items": {"anyOf": [_TEXT_PART, *_IMAGE_PARTS]}},
+            ]
+        },
+        "to": {
+            "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}],
+            "description": "AITP: the actors the message is for (its `metadata.to`).",
+        },
+    },
+    "required": ["role", "content"],
+}
+Items = list[Annotated[dict[str, Any], WithJsonSchema(ITEM_SCHEMA)]]
 
 
 class CreateConversationRequest(BaseModel):
@@ -18,12 +56,24 @@ class CreateConversationRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     items: Items | None = Field(default=None, max_length=MAX_ITEMS)
-    metadata: dict[str, Any] | None = None
+    metadata: Annotated[
+        dict[str, Any] | None,
+        metadata_schema(
+            {
+                "actors": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
+                "parent_id": {"type": "string"},
+            }
+        ),
+    ] = None
 
 
 class UpdateConversationRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    metadata: dict[str, Any]
+    # `actors` and `parent_id` may be sent back as the conversation shows them, not changed
+    metadata: Annotated[
+        dict[str, Any],
+        metadata_schema({"actors": {"type": "string"}, "parent_id": {"type": "string"}}, nullable=False),
+    ]
 
 
 class CreateItemsRequest(BaseModel):

@@ -21,6 +21,7 @@ from aitp.bindings.openai_threads.responses import FastJSONResponse
 from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.context import key_hash_of
 from aitp.services import codes
+from aitp.services import sign_in as sign_ins
 
 router = APIRouter(prefix="/v1", tags=["keys"], route_class=ApiRoute)
 
@@ -67,11 +68,12 @@ async def create_sign_in_code(
 
 @router.post(
     "/sign-in",
-    responses=error_responses(401, *BODY),
+    responses=error_responses(401, *BODY, 429),
     response_model=SignedIn,
     summary="Exchange a one-time sign-in code for a new key of its actor (no key needed)",
 )
 # not @idempotent: no caller to keep a record for (the route is public), and a code works once anyway
-async def sign_in(body: SignInRequest, rt: RuntimeDep) -> FastJSONResponse:
-    created = await codes.sign_in(rt, body.code)
+async def sign_in(request: Request, body: SignInRequest, rt: RuntimeDep) -> FastJSONResponse:
+    address = request.client.host if request.client is not None else None
+    created = await sign_ins.redeem_code(rt, body.code, address)  # 429 past the refusals allowed from here
     return FastJSONResponse({**render.api_key(created.record), "key": created.secret})

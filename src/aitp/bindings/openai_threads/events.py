@@ -10,19 +10,24 @@ from fastapi import APIRouter, Header, Query, WebSocket
 from aitp.bindings.openai_threads import render
 from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
 from aitp.bindings.openai_threads.errors import KEYED, error_responses
-from aitp.bindings.openai_threads.live import serve_websocket, sse_cursor, sse_response, wants_event_stream
+from aitp.bindings.openai_threads.live import (
+    MAX_CURSOR,
+    serve_websocket,
+    sse_cursor,
+    sse_response,
+    wants_event_stream,
+)
 from aitp.bindings.openai_threads.models import EventList, InboxEventList
 from aitp.bindings.openai_threads.responses import FastJSONResponse
 from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.context import runtime_of
-from aitp.inputs.strict_json import INT64_MAX
 from aitp.services import events, streams
 
 router = APIRouter(prefix="/v1", tags=["events"], route_class=ApiRoute)
 
-AfterSeq = Annotated[int, Query(ge=0, le=INT64_MAX, description="Return events with seq greater than this.")]
+AfterSeq = Annotated[int, Query(ge=0, le=MAX_CURSOR, description="Return events with seq greater than this.")]
 AfterCursor = Annotated[
-    int, Query(ge=0, le=INT64_MAX, description="Return inbox events with cursor greater than this.")
+    int, Query(ge=0, le=MAX_CURSOR, description="Return inbox events with cursor greater than this.")
 ]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 Accept = Annotated[str | None, Header(include_in_schema=False)]

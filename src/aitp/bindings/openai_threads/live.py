@@ -36,7 +36,7 @@ from aitp.context import key_hash_of, principal_of, runtime_of
 from aitp.errors import APIError, InvalidRequest, Unauthenticated
 from aitp.events.stream import EventStream, Frame, Overflow
 from aitp.gate import Gate
-from aitp.inputs.strict_json import INT64_MAX, parse_json
+from aitp.inputs.strict_json import parse_json
 from aitp.principals import Principal
 from aitp.services import idempotency, messages, revocation
 from aitp.services.connections import stream_slots
@@ -58,6 +58,13 @@ def wants_event_stream(accept: str | None) -> bool:
     return bool(accept) and "text/event-stream" in accept  # type: ignore[operator]
 
 
+# The largest cursor a request may name (`after`, `Last-Event-ID`): a signed 64-bit integer, less 2^32 that a
+# store's read may add to it (SQLite reads a window of positions past the cursor: at 2^63-2, OverflowError and a
+# 500). No store hands out a cursor above it: SQLite counts from 1, MongoDB's positions (milliseconds << 21) pass
+# it in the year 2109.
+MAX_CURSOR = 2**63 - 2**32
+
+
 def sse_cursor(last_event_id: str | None, after: int) -> int:
     """`Last-Event-ID` (sent by a reconnecting EventSource) wins over `after`."""
     if last_event_id is None or not last_event_id.strip():
@@ -65,9 +72,13 @@ def sse_cursor(last_event_id: str | None, after: int) -> int:
     try:
         value = int(last_event_id)
     except ValueError:
-        raise InvalidRequest("Last-Event-ID must be an event id (an integer).", param="Last-Event-ID") from None
-    if not 0 <= value <= INT64_MAX:
-        raise InvalidRequest("Last-Event-ID must be an event id (0 to 2^63-1).", param="Last-Event-ID")
+        raise InvalidRequest(
+            "Last-Event-ID must be an event id (an integer).", param="Last-Event-ID", code="invalid_value"
+        ) from None
+    if not 0 <= value <= MAX_CURSOR:
+        raise InvalidRequest(
+            f"Last-Event-ID must be an event id (0 to {MAX_CURSOR}).", param="Last-Event-ID", code="invalid_value"
+        )
     return value
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aitp.bindings.openai_threads.models.common import metadata_schema
 from aitp.services.requests import NewMessage
 
 
@@ -73,8 +74,19 @@ class CreateMessageRequest(NewMessage):
     """
 
     role: Literal["user", "assistant"] | None = None
+    # `actor`: whom the caller posts as; `to`: the actors the message is for (an array, or one as a JSON string)
+    metadata: Annotated[
+        dict[str, Any] | None,
+        metadata_schema(
+            {
+                "actor": {"type": "string"},
+                "to": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]},
+            }
+        ),
+    ] = None
 
 
 class ModifyMessageRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    metadata: dict[str, Any] | None = None
+    # `actor` may be sent back as it is (the author cannot change); every other value is a string
+    metadata: Annotated[dict[str, Any] | None, metadata_schema({"actor": {"type": "string"}})] = None

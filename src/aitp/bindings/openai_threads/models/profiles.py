@@ -6,6 +6,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The avatar_url forms `services.profiles` accepts, for the OpenAPI document: blank (clears it), an http(s) URL
+# with a host and no control characters, or a base64 data: URL of an image type it knows (around either, spaces)
+AVATAR_URL = (
+    r"^\s*(|[Hh][Tt][Tt][Pp][Ss]?://[^/?#\x00-\x1f\x7f][^\x00-\x1f\x7f]*"
+    r"|data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]+)\s*$"
+)
+
 
 class ProfileInput(BaseModel):
     """An actor's profile as it sets it (`PUT`): the whole record, an omitted or blank field cleared."""
@@ -16,6 +23,7 @@ class ProfileInput(BaseModel):
         None,
         max_length=70_000,
         description="An http(s) image URL, or a base64 data: PNG, JPEG, GIF or WebP of at most 48 KiB.",
+        json_schema_extra={"pattern": AVATAR_URL},  # documented only: `services.profiles` checks it
     )
     description: str | None = Field(None, max_length=500, description="A line or two about the actor.")
 

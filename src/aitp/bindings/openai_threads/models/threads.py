@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from aitp.bindings.openai_threads.models.common import metadata_schema
 from aitp.bindings.openai_threads.models.messages import CreateMessageRequest
-from aitp.services.requests import ActorDeclaration, NewThread, ThreadChanges
+from aitp.capabilities.declarations import MAX_URL_LENGTH
+from aitp.services.requests import ActorDeclaration, CapabilityDeclarationInput, NewThread, ThreadChanges
 
 
 class SchemaDeclaration(BaseModel):
@@ -39,8 +41,33 @@ class Actor(BaseModel):
     joined_at: int
 
 
+# The forms `aitp.capabilities.declarations` accepts, as the OpenAPI document states them (it checks them)
+_SCHEMA_URL: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_URL_LENGTH, "pattern": "\\S"}
+_NO_RANGE: dict[str, Any] = {"not": {"required": ["capability"]}}
+DECLARATION_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {**_SCHEMA_URL, "description": "A capability's schema URL (its `$schema`)."},
+        {"type": "object", "properties": {"schema": _SCHEMA_URL}, "required": ["schema"], **_NO_RANGE},
+        {"type": "object", "properties": {"$schema": _SCHEMA_URL}, "required": ["$schema"], **_NO_RANGE},
+        {
+            "type": "object",
+            "properties": {
+                "capability": {"type": "string", "minLength": 1, "description": "e.g. `aitp-02-decisions`"},
+                "versions": {"type": "string", "description": "A version range, e.g. `>=1.0.0,<3`."},
+            },
+            "required": ["capability"],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+
 class ActorInput(ActorDeclaration):
     """An actor to add to a thread, or its new capability list."""
+
+    capabilities: list[Annotated[CapabilityDeclarationInput, WithJsonSchema(DECLARATION_SCHEMA)]] = Field(
+        default_factory=list
+    )
 
 
 class ThreadTurns(BaseModel):
@@ -80,10 +107,25 @@ class CreateThreadRequest(NewThread):
     # AITP-T01 sends messages as bare strings; OpenAI as message objects.
     messages: list[str | CreateMessageRequest] | None = None  # type: ignore[assignment]
     actors: list[ActorInput] | None = None  # type: ignore[assignment]
+    # AITP-T01's `actors` (an array of actors, or one as a JSON string) and `parent_id` ride in metadata
+    metadata: Annotated[
+        dict[str, Any] | None,
+        metadata_schema(
+            {
+                "actors": {"anyOf": [{"type": "array", "items": {"type": "object"}}, {"type": "string"}]},
+                "parent_id": {"type": "string"},
+            }
+        ),
+    ] = None
 
 
 class ModifyThreadRequest(ThreadChanges):
     """Replace the thread's metadata; an empty body returns the thread unchanged (AITP-T01 retrieve)."""
+
+    # `actors` and `parent_id` may be sent back as the thread shows them (JSON strings), not changed
+    metadata: Annotated[
+        dict[str, Any] | None, metadata_schema({"actors": {"type": "string"}, "parent_id": {"type": "string"}})
+    ] = None
 
 
 class ActorList(BaseModel):

@@ -132,6 +132,11 @@ class API:
         runtime = self._app.state.runtime
         runtime.settings = runtime.settings.with_overrides(**changes)
 
+    def openapi(self) -> dict[str, Any]:
+        """The app's OpenAPI document."""
+        document: dict[str, Any] = self._app.openapi()
+        return document
+
     def client(self, key: str | None) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return httpx.AsyncClient(transport=self._transport, base_url="http://aitp.test/v1", headers=headers)

@@ -130,6 +130,20 @@ def redeem(base_url: str, code: str) -> httpx.Response:
     return httpx.post(f"{base_url}/v1/sign-in", json={"code": code})
 
 
+async def test_an_empty_page_cursor_is_refused_naming_it_as_the_openapi_document_says(api: API) -> None:
+    root = await api.actor("root.near")
+    thread = (await root.post("/threads", json={})).json()["id"]
+    conversation = (await root.post("/conversations", json={})).json()["id"]
+    for path in ("/threads", f"/threads/{thread}/messages", f"/conversations/{conversation}/items"):
+        for name in ("after", "before") if not path.startswith("/conversations") else ("after",):
+            response = await root.get(path, params={name: ""})
+            assert response.status_code == 400, (path, name, response.text)
+            assert response.json()["error"]["param"] == name
+    document = api.openapi()["paths"]["/v1/threads/{thread_id}/messages"]["get"]
+    after = next(p for p in document["parameters"] if p["name"] == "after")
+    assert {"type": "string", "minLength": 1} in after["schema"]["anyOf"]
+
+
 def test_the_link_is_printed_on_the_first_start_only_and_aitp_admin_link_makes_another(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'aitp.db'}"
     first = start_server(store, tmp_path / "first.log")  # no AITP_ADMIN_KEY: it creates one

@@ -157,7 +157,7 @@ async def list_items(
     principal: PrincipalDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     order: Literal["asc", "desc"] = "desc",
-    after: str | None = None,
+    after: Annotated[str | None, Query(min_length=1)] = None,
     include: Include = None,
 ) -> FastJSONResponse:
     with conversation_names():

@@ -64,8 +64,8 @@ async def list_messages(
     principal: PrincipalDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     order: Literal["asc", "desc"] = "desc",
-    after: str | None = None,
-    before: str | None = None,
+    after: Annotated[str | None, Query(min_length=1)] = None,
+    before: Annotated[str | None, Query(min_length=1)] = None,
     run_id: Annotated[str | None, Query(description="Accepted for OpenAI compatibility; aitp has no runs.")] = None,
 ) -> FastJSONResponse:
     records, has_more = await messages.list_messages(

@@ -51,8 +51,8 @@ async def list_threads(
     principal: PrincipalDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     order: Literal["asc", "desc"] = "desc",
-    after: str | None = None,
-    before: str | None = None,
+    after: Annotated[str | None, Query(min_length=1)] = None,
+    before: Annotated[str | None, Query(min_length=1)] = None,
 ) -> FastJSONResponse:
     items, has_more = await threads.list_threads(rt, principal, limit=limit, order=order, after=after, before=before)
     return FastJSONResponse(render.page([render.thread(*item) for item in items], has_more))

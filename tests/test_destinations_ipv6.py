@@ -99,6 +99,7 @@ async def test_a_name_with_a_trailing_dot_is_looked_up_and_matched_without_it(ap
     for url in ("https://hooks.example.com./x", "https://HOOKS.example.com.:443/x"):
         assert _refusal(await _webhook(api, url)) == (403, "url_not_allowed", "url"), url
         assert _refusal(await _card_url(api, url)) == (403, "url_not_allowed", "agent_card_url"), url
+    assert "hooks.example.com" not in lookups  # a denied host is refused before any lookup
     assert (await _webhook(api, "https://other.example.com./x")).status_code == 200
     # and an allow prefix admits it
     api.settings_override(webhook_allow=("http://localhost:9/ok/",))

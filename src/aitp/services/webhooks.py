@@ -70,12 +70,16 @@ async def destination_refusal(url: str, settings: Settings) -> str | None:
     """Why `url` may not receive webhooks (None: it may). Raises 422 `invalid_url` for a URL that is not one.
     A host that does not resolve (yet) may be registered: each attempt resolves it again (`destination`)."""
     parsed = parse_url(url, "delivered to")
-    return _refusal(parsed, await addresses(parsed), settings)
+    denied = _denied(parsed, settings)  # before any lookup: a denied host is not even asked for
+    return denied if denied is not None else _refusal(parsed, await addresses(parsed), settings)
 
 
 async def destination(url: str, settings: Settings) -> Pinned | str:
     """Where an attempt connects: the address just checked, pinned (see `Pinned`); or why it may not."""
     parsed = parse_url(url, "delivered to")
+    denied = _denied(parsed, settings)
+    if denied is not None:
+        return denied
     found = await addresses(parsed)
     refusal = _refusal(parsed, found, settings)
     if refusal is not None:
@@ -85,9 +89,11 @@ async def destination(url: str, settings: Settings) -> Pinned | str:
     return pinned(parsed, found[0])
 
 
+def _denied(url: httpx.URL, settings: Settings) -> str | None:
+    return f"{url} matches a prefix of AITP_WEBHOOK_DENY." if is_allowed(url, settings.webhook_deny) else None
+
+
 def _refusal(url: httpx.URL, found: list[str], settings: Settings) -> str | None:
-    if is_allowed(url, settings.webhook_deny):
-        return f"{url} matches a prefix of AITP_WEBHOOK_DENY."
     if is_allowed(url, settings.webhook_allow):
         return None
     private = next((address for address in found if not is_public(address)), None)

@@ -16,7 +16,6 @@ import pytest
 import websockets
 
 from aitp.redaction import redact
-from aitp.serving import redact_urls
 from aitp.testing import start_server
 from tests.conftest import ADMIN_KEY
 from tests.support.live import sse_frames, ws_connect, ws_events
@@ -85,10 +84,10 @@ async def test_a_receiver_urls_query_reaches_the_receiver_and_no_log_line(tmp_pa
 
 
 def test_url_redaction_keeps_names_and_drops_values_and_user_info() -> None:
-    assert redact_urls("POST https://u:p@h.example/a?token=t&sig=s#code=c x") == (
-        "POST https://[redacted]@h.example/a?token=[redacted]&sig=[redacted]#code=[redacted] x"
+    assert redact("POST https://u:p@h.example/a?token=t&sig=s#code=c x") == (
+        "POST https://u:[redacted]@h.example/a?token=[redacted]&sig=[redacted]#code=[redacted] x"
     )
-    assert redact_urls("card at 'https://tok@agent.example/.well-known/agent.json'.") == (
+    assert redact("card at 'https://tok@agent.example/.well-known/agent.json'.") == (
         "card at 'https://[redacted]@agent.example/.well-known/agent.json'."
     )
-    assert redact_urls('"GET /v1/x?after=3 HTTP/1.1" 200') == '"GET /v1/x?after=3 HTTP/1.1" 200'  # a path: as is
+    assert redact('"GET /v1/x?after=3 HTTP/1.1" 200') == '"GET /v1/x?after=3 HTTP/1.1" 200'  # a path: as is

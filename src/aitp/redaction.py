@@ -8,7 +8,11 @@ log's handler, `aitp.access_log`, applies `redact` to each line itself), which r
 its arguments and its traceback:
 - the value of a `token` or `ticket` query parameter (its name as the server decodes it: `%74oken=` too);
 - anything shaped like an API key (`aitp_` and 40+ URL-safe characters), wherever it appears;
-- the password of a URL's user info (`mongodb://user:[redacted]@host`).
+- in an absolute URL (httpx's "HTTP Request: POST <url>" line for every webhook and A2A attempt, the
+  receivers' and agent cards' our own lines name): the password of its user info
+  (`mongodb://user:[redacted]@host`; a user info without one, which may be a token, whole) and every query and
+  fragment value, whatever the URL's owner put there (`?sig=`, `#code=`); the parameters' names are kept.
+An argument that is not a string (an `httpx.URL`, an exception naming its URL) is redacted as it formats.
 """
 
 from __future__ import annotations
@@ -25,7 +29,24 @@ SECRET_PARAMS = frozenset({"token", "ticket"})
 # or quote (a log line quotes the request line)
 _PARAM = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&;#\s\"']+)=(?P<value>[^&#\s\"']*)")
 _KEY = re.compile(r"aitp_[A-Za-z0-9_-]{40,}")
-_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@")
+
+
+# an absolute URL, and where its query (or fragment) starts and each value in it
+_URL = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?:(?P<userinfo>[^/\s?#@\"'<>]*)@)?(?P<rest>[^\s\"'<>]*)")
+_TAIL = re.compile(r"[?#]")
+_VALUE = re.compile(r"(?P<name>[?&;#][^=&;#]*)=[^&;#]*")
+_PLAIN = (int, float, bool, type(None))  # arguments that format as no secret (and are kept, for `%d`)
+
+
+def _url(match: re.Match[str]) -> str:
+    userinfo = match["userinfo"]
+    if userinfo is not None:  # a user name is kept beside its password; a lone one may be a token
+        user, colon, _ = userinfo.partition(":")
+        userinfo = f"{user}:{REDACTED}@" if colon else f"{REDACTED}@"
+    rest = match["rest"]
+    if tail := _TAIL.search(rest):
+        rest = rest[: tail.start()] + _VALUE.sub(rf"\g<name>={REDACTED}", rest[tail.start() :])
+    return f"{match['scheme']}{userinfo or ''}{rest}"
 
 
 def _param(match: re.Match[str]) -> str:
@@ -40,13 +61,22 @@ def redact(text: str) -> str:
         text = _PARAM.sub(_param, text)
     if "aitp_" in text:
         text = _KEY.sub("aitp_" + REDACTED, text)
-    if "@" in text:
-        text = _USERINFO.sub(lambda m: f"{m['head']}{REDACTED}@", text)
+    if "://" in text:
+        text = _URL.sub(_url, text)
     return text
 
 
 def _redacted(value: Any) -> Any:
-    return redact(value) if isinstance(value, str) else value
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, _PLAIN):
+        return value
+    try:
+        text = str(value)
+    except Exception:  # noqa: BLE001 - a filter must not raise into the caller; formatting will report it
+        return value
+    redacted = redact(text)
+    return value if redacted == text else redacted
 
 
 class RedactSecrets(logging.Filter):

@@ -17,7 +17,6 @@ import functools
 import gc
 import logging
 import os
-import re
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
@@ -45,7 +44,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "host": settings.host,
         "port": settings.port,
         "log_level": "info",
-        "log_config": log_config(),  # its handlers redact secrets (`?token=` keys, URLs' query values)
+        "log_config": redaction.uvicorn_log_config(),  # its handlers redact secrets (keys, URLs' query values)
         # uvicorn's httptools protocol, plus limits on the request head (size, fields, time: 431, 408) and
         # on open connections (503 at once beyond AITP_MAX_CONNECTIONS, raising the open-file limit to fit)
         "http": http_protocol(settings),
@@ -64,80 +63,11 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     }
 
 
-# An absolute URL in a log line: the outbound requests' (httpx's "HTTP Request: POST <url>" at INFO, for every
-# webhook and A2A attempt), the receivers' and agent cards' our own lines name. Their query and user info are
-# whatever the URL's owner put there (`?token=`, `?sig=`, `user:pass@`): every query value (and fragment
-# value: `#code=`) and the whole user info are redacted, the parameters' names kept. A request line of the
-# access log (a path, no scheme) is `aitp.redaction`'s: its secrets are known by name.
-_URL = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?:(?P<userinfo>[^/\s?#@\"'<>]*)@)?(?P<rest>[^\s\"'<>]*)")
-_TAIL = re.compile(r"[?#]")  # where the query (or the fragment) starts
-_VALUE = re.compile(r"(?P<name>[?&;#][^=&;#]*)=[^&;#]*")
-_PLAIN = (int, float, bool, type(None))  # arguments that format as no URL (and are kept, for `%d`)
-
-
-def _redacted_url(match: re.Match[str]) -> str:
-    userinfo = "" if match["userinfo"] is None else f"{redaction.REDACTED}@"
-    rest = match["rest"]
-    if tail := _TAIL.search(rest):
-        rest = rest[: tail.start()] + _VALUE.sub(rf"\g<name>={redaction.REDACTED}", rest[tail.start() :])
-    return f"{match['scheme']}{userinfo}{rest}"
-
-
-def redact_urls(text: str) -> str:
-    """`text` with the query values and user info of every absolute URL in it redacted."""
-    return _URL.sub(_redacted_url, text) if "://" in text else text
-
-
-def _argument(value: object) -> object:
-    if isinstance(value, _PLAIN):
-        return value
-    try:
-        text = value if isinstance(value, str) else str(value)  # an httpx.URL, an exception naming its URL
-    except Exception:  # noqa: BLE001 - a filter must not raise into the caller; formatting will report it
-        return value
-    redacted = redact_urls(text)
-    return value if redacted == text else redacted
-
-
-class RedactURLs(logging.Filter):
-    """`redact_urls` on a record's message, arguments and traceback before any handler formats it."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, dict):
-            record.args = {name: _argument(value) for name, value in record.args.items()}
-        elif isinstance(record.args, tuple):
-            record.args = tuple(_argument(value) for value in record.args)
-        if not isinstance(record.msg, str) or redact_urls(record.msg) != record.msg:
-            record.msg, record.args = redact_urls(record.getMessage()), None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = redact_urls(record.exc_text)
-        if record.stack_info:
-            record.stack_info = redact_urls(record.stack_info)
-        return True
-
-
-def log_config() -> dict[str, Any]:
-    """uvicorn's logging configuration as `aitp serve` runs it: `aitp.redaction`'s, and `RedactURLs` on every
-    handler that has filters (the access log's writes request paths, which name no scheme)."""
-    config = redaction.uvicorn_log_config()
-    config["filters"] = {**config["filters"], "redact_urls": {"()": RedactURLs}}
-    for handler in config["handlers"].values():
-        if "filters" in handler:
-            handler["filters"] = [*handler["filters"], "redact_urls"]
-    return config
-
-
 def configure_logging() -> None:
     """The service's own log lines (registry sync, event tailer, slow consumers) and its libraries' (httpx's
-    requests) next to uvicorn's, with no key (nor store password) in any of them (aitp.redaction) and no URL's
-    query values or user info (`RedactURLs`)."""
+    requests) next to uvicorn's, with no secret in any of them (aitp.redaction)."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     redaction.redact_root_handlers()
-    for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, RedactURLs) for f in handler.filters):
-            handler.addFilter(RedactURLs())
 
 
 def service_app(settings: Settings) -> FastAPI:

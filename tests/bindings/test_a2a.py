@@ -307,24 +307,31 @@ class Parrot(AgentExecutor):
         raise NotImplementedError
 
 
+def add_sdk_agent(app: Starlette, base: str, executor: AgentExecutor, name: str, **card: Any) -> str:
+    """The SDK's own agent routes (default request handler, in-memory task store) on `app`, its card naming
+    `base` as its JSON-RPC interface (`card`: more of the card's fields, e.g. its security): its card URL."""
+    described = AgentCard(
+        name=name,
+        description=f"a remote agent, {name}",
+        version="1",
+        supported_interfaces=[AgentInterface(url=f"{base}/", protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=False),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id=name, name=name, description=f"a remote agent, {name}", tags=["test"])],
+        **card,
+    )
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=described)
+    app.router.routes.extend([*create_agent_card_routes(described), *create_jsonrpc_routes(handler, "/")])
+    return f"{base}/.well-known/agent-card.json"
+
+
 @asynccontextmanager
 async def sdk_agent(executor: AgentExecutor) -> AsyncIterator[str]:
-    """The SDK's own server (default request handler, in-memory task store) on a free port: its card URL."""
+    """The SDK's own server on a free port: its card URL."""
     app = Starlette()
     async with serving(app) as base:
-        card = AgentCard(
-            name="parrot",
-            description="repeats",
-            version="1",
-            supported_interfaces=[AgentInterface(url=f"{base}/", protocol_binding="JSONRPC", protocol_version="1.0")],
-            capabilities=AgentCapabilities(streaming=False),
-            default_input_modes=["text/plain"],
-            default_output_modes=["text/plain"],
-            skills=[AgentSkill(id="parrot", name="parrot", description="repeats", tags=["test"])],
-        )
-        handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
-        app.router.routes.extend([*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
-        yield f"{base}/.well-known/agent-card.json"
+        yield add_sdk_agent(app, base, executor, "parrot")
 
 
 @asynccontextmanager

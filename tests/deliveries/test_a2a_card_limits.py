@@ -20,10 +20,6 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -33,6 +29,7 @@ from aitp.client import AitpClient
 from aitp.services import destinations
 from aitp.store import Store
 from aitp.testing import ServerProcess
+from tests.bindings.test_a2a import add_sdk_agent
 from tests.conftest import ADMIN_KEY
 from tests.deliveries.test_a2a_outbound import Parrot, allow, sdk_agent, service, texts_when
 from tests.support.serving import serving
@@ -247,19 +244,7 @@ async def named_agent(name: str) -> AsyncIterator[tuple[str, Parrot]]:
     app = Starlette()
     async with serving(app) as base:
         public = base.replace("127.0.0.1", name)
-        card = AgentCard(
-            name="remote",
-            description="a remote agent",
-            version="1",
-            supported_interfaces=[AgentInterface(url=f"{public}/", protocol_binding="JSONRPC", protocol_version="1.0")],
-            capabilities=AgentCapabilities(streaming=False),
-            default_input_modes=["text/plain"],
-            default_output_modes=["text/plain"],
-            skills=[AgentSkill(id="remote", name="remote", description="a remote agent", tags=["test"])],
-        )
-        handler = DefaultRequestHandler(agent_executor=parrot, task_store=InMemoryTaskStore(), agent_card=card)
-        app.router.routes.extend([*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
-        yield f"{public}/.well-known/agent-card.json", parrot
+        yield add_sdk_agent(app, public, parrot, "remote"), parrot
 
 
 async def test_requests_go_to_the_address_the_check_saw(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,14 +22,8 @@ import pytest
 from a2a.helpers import new_task, new_text_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types import (
-    AgentCapabilities,
-    AgentCard,
-    AgentInterface,
-    AgentSkill,
     APIKeySecurityScheme,
     HTTPAuthSecurityScheme,
     Message,
@@ -47,7 +41,7 @@ from aitp.client import AitpClient
 from aitp.config import Settings
 from aitp.store import Store
 from aitp.store.a2a import RemoteTaskRecord
-from tests.bindings.test_a2a import Service
+from tests.bindings.test_a2a import Service, add_sdk_agent
 from tests.conftest import ADMIN_KEY
 from tests.support.serving import serving
 
@@ -99,20 +93,7 @@ async def sdk_agent(executor: AgentExecutor, scheme: SecurityScheme | None = Non
                 "security_schemes": {"remoteKey": scheme},
                 "security_requirements": [SecurityRequirement(schemes={"remoteKey": StringList()})],
             }
-        card = AgentCard(
-            name="remote",
-            description="a remote agent",
-            version="1",
-            supported_interfaces=[AgentInterface(url=f"{base}/", protocol_binding="JSONRPC", protocol_version="1.0")],
-            capabilities=AgentCapabilities(streaming=False),
-            default_input_modes=["text/plain"],
-            default_output_modes=["text/plain"],
-            skills=[AgentSkill(id="remote", name="remote", description="a remote agent", tags=["test"])],
-            **security,
-        )
-        handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
-        app.router.routes.extend([*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
-        yield f"{base}/.well-known/agent-card.json", guard
+        yield add_sdk_agent(app, base, executor, "remote", **security), guard
 
 
 def allow(card_url: str) -> tuple[str, ...]:

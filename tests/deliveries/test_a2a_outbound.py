@@ -17,7 +17,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import pytest
 from a2a.helpers import new_task, new_text_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -36,26 +35,13 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from aitp.app import create_app
 from aitp.client import AitpClient
-from aitp.config import Settings
 from aitp.store import Store
 from aitp.store.a2a import RemoteTaskRecord
-from tests.bindings.test_a2a import Service, add_sdk_agent
-from tests.conftest import ADMIN_KEY
+from tests.bindings.test_a2a import add_sdk_agent, service
 from tests.support.serving import serving
 
 SECRET = "remote-agent-secret-5f1c9e"  # not shaped like an AITP key: the log redaction would not hide it
-
-
-@asynccontextmanager
-async def service(store: Store, **changes: Any) -> AsyncIterator[Service]:
-    settings = Settings(store_url="unused://", admin_key=ADMIN_KEY, **{"contact_policy": "anyone", **changes})
-    app = create_app(settings, store=store)
-    async with app.router.lifespan_context(app), serving(app) as base:
-        headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
-        async with httpx.AsyncClient(base_url=base, headers=headers) as admin:
-            yield Service(base, admin)
 
 
 @dataclass

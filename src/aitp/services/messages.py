@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from aitp.capabilities.correlate import Correlation, correlate
@@ -129,12 +129,17 @@ def build_message(
 REPLY_TO = ("reply_to", "a2a_reply_to")  # metadata naming the message a reply answers (a client's, A2A's)
 
 
+def replied_to(metadata: Mapping[str, Any] | None) -> str | None:
+    """The message a message says it answers (`metadata.reply_to`, or `a2a_reply_to` as A2A deliveries write)."""
+    return next((v for k in REPLY_TO if isinstance(v := (metadata or {}).get(k), str) and v), None)
+
+
 def refusal_event(
     thread_id: str, refused: CapabilityNotSupported, created_at: int, metadata: dict[str, Any] | None = None
 ) -> NewEvent:
     """`thread.message.refused`: what the members need to know to let such a message through (no content),
     and the message it answered, when its metadata said (so an A2A task it was for can fail)."""
-    replied = next((v for k in REPLY_TO if isinstance(v := (metadata or {}).get(k), str) and v), None)
+    replied = replied_to(metadata)
     refusal = {
         "thread_id": thread_id,
         "actor": refused.sender,

@@ -247,7 +247,7 @@ async def modify_thread(rt: Runtime, principal: Principal, thread_id: str, body:
             limits.check_depth(body.tool_resources, rt.settings.max_json_depth, "tool_resources")
         changes["tool_resources"] = body.tool_resources
     if body.turns is not None:
-        changes.update(turns.turn_changes(principal, view.thread, body.turns))
+        changes.update(turns.turn_changes(principal, view.thread, body.turns, rt.settings.max_actors))
     if not changes:
         return view.thread, view.actors
     result = await rt.store.update_thread(thread_id, changes, _thread_updated, turns.rule(rt))

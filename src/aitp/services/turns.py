@@ -79,7 +79,7 @@ def count_agent_message(rt: Runtime, thread: ThreadRecord, actor: str) -> None:
     )
 
 
-def turn_changes(principal: Principal, thread: ThreadRecord, turns: dict[str, Any]) -> dict[str, Any]:
+def turn_changes(principal: Principal, thread: ThreadRecord, turns: dict[str, Any], max_persons: int) -> dict[str, Any]:
     """The store changes a `turns` object asks for (its creator's, or an admin's): `budget` (an integer, or
     null for the deployment's default) and/or `persons` (actor ids that speak as persons)."""
     if not principal.admin and principal.actor != thread.creator:
@@ -106,7 +106,7 @@ def turn_changes(principal: Principal, thread: ThreadRecord, turns: dict[str, An
         persons = turns["persons"]
         if not isinstance(persons, list) or not all(isinstance(p, str) and 0 < len(p) <= 256 for p in persons):
             raise InvalidRequest("'turns.persons' must be an array of actor ids.", param="turns.persons")
-        if len(persons) > 64:
-            raise InvalidRequest("'turns.persons' may name at most 64 actors.", param="turns.persons")
+        if len(persons) > max_persons:
+            raise InvalidRequest(f"'turns.persons' may name at most {max_persons} actors.", param="turns.persons")
         changes["persons"] = list(dict.fromkeys(persons))
     return changes

@@ -41,13 +41,13 @@ from aitp.bindings.a2a.parts import a2a_message, a2a_message_json, notice_messag
 from aitp.capabilities.correlate import ANSWERS, REQUESTS
 from aitp.events import payloads
 from aitp.services import addressing
+from aitp.services.messages import replied_to
 from aitp.store.base import EventRecord, MessageRecord
 
 TASK = "a2a_task"  # metadata of a message that continues (or cancels, or answers) a task: the task's id
 STATE = "a2a_state"  # metadata of the caller's message that cancels a task: "canceled"
 MESSAGE_ID = "a2a_message_id"  # the A2A client's messageId of a message it sent
 CONTEXT_ID = "a2a_context_id"  # the A2A client's contextId, when it chose one
-REPLY_TO = ("reply_to", "a2a_reply_to")  # metadata of a reply naming the message it answers (AITP message id)
 REQUESTS_TYPES = frozenset({"request_decision", "request_data"})  # capability messages that ask the caller
 CREATED, DELETED, REFUSED = "thread.message.created", "thread.message.deleted", "thread.message.refused"
 WORKING, COMPLETED, CANCELED, FAILED = (
@@ -389,10 +389,9 @@ class ThreadTasks:
         named = metadata.get(TASK)
         if named:
             return self._named(named)
-        for key in REPLY_TO:
-            replied = self._of_message.get(metadata.get(key, ""))
-            if replied is not None:
-                return None if replied.ended else replied
+        replied = self._of_message.get(replied_to(metadata) or "")
+        if replied is not None:
+            return None if replied.ended else replied
         if record.aitp:
             for answered in _keys_answered(record):
                 asked = self._of_request.get(answered)

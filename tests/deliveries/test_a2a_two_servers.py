@@ -23,8 +23,8 @@ import pytest
 from aitp.bindings.a2a.tasks import TASK, parse_task_id
 from aitp.client import Agent, AitpClient, Incoming
 from aitp.store import Store, open_store
+from tests.bindings.test_a2a import Service, service
 from tests.conftest import REAL_MONGODB_URI, Backend, _with_database
-from tests.deliveries.test_a2a_outbound import Service, service
 
 DECISIONS = "https://aitp.dev/v1/decisions/schema.json"
 EXAMPLES = Path(__file__).parents[2] / "capabilities" / "aitp-02-decisions" / "1.0.0" / "examples"

@@ -134,6 +134,26 @@ async def test_deriving_with_a_claim_leases_only_what_a_claim_would_and_never_tw
     assert none == []
 
 
+async def test_finishing_an_attempt_claims_what_is_due_next_with_the_slot_it_frees(store: Store) -> None:
+    """The thread's next delivery goes in the finishing write (one commit where the backend can); a finish
+    whose lease was lost claims nothing; a claim of no slot leaves the rest for the worker."""
+    await store.webhooks.create(endpoint())
+    await store.webhooks.advance("wh_1", 0, 5, [delivery(gid, "a" if gid < 4 else "b") for gid in range(1, 6)])
+    first, fourth = await store.webhooks.claim("wh_1", Claim("one", NOW, NOW + LEASE, 10))
+    sent = replace(first, status="succeeded", last_status=204, last_attempt_at=NOW)
+    kept, claimed = await store.webhooks.finish_and_claim(sent, "one", Claim("one", NOW, NOW + LEASE, 10))
+    assert kept and [(d.gid, d.attempts, d.lease_owner) for d in claimed] == [(2, 1, "one")]  # b's head is out
+    assert (await store.webhooks.get_delivery(first.id)).status == "succeeded"  # type: ignore[union-attr]
+
+    [second] = claimed
+    assert await store.webhooks.finish_and_claim(second, "lost", Claim("lost", NOW, NOW + LEASE, 10)) == (False, [])
+    kept, claimed = await store.webhooks.finish_and_claim(
+        replace(fourth, status="succeeded"), "one", Claim("one", NOW, NOW + LEASE, 0)
+    )
+    assert (kept, claimed) == (True, [])
+    assert [d.gid for d in await store.webhooks.claim("wh_1", Claim("one", NOW, NOW + LEASE, 10))] == [5]
+
+
 async def test_a_lease_that_ran_out_is_taken_over_and_its_old_holder_records_nothing(store: Store) -> None:
     await store.webhooks.create(endpoint())
     await store.webhooks.advance("wh_1", 0, 1, [delivery(1)])

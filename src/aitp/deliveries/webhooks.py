@@ -35,8 +35,9 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-import httpx
+import aiohttp
 
 from aitp.deliveries.attempt import Answer, backoff, http_client, send
 from aitp.events.hub import first_of
@@ -60,8 +61,11 @@ PRUNE_BATCH = 1000  # deliveries deleted per store write (a write lock held brie
 @dataclass
 class _Worker:
     task: asyncio.Task[None]
+    # the endpoint as last read (each derivation, at least every POLL): its attempts use it without a read each
+    endpoint: EndpointRecord
+    client: aiohttp.ClientSession  # its attempts' connections, closed with it
     wake: asyncio.Event = field(default_factory=asyncio.Event)
-    in_flight: set[asyncio.Task[None]] = field(default_factory=set)  # its attempts under way
+    in_flight: set[asyncio.Task[bool]] = field(default_factory=set)  # its attempts under way
     claiming: int = 0  # slots held by claims under way
     # deliveries may be waiting for a slot or for an attempt under way (their thread's head, or a retry): each
     # attempt's end makes the worker look; else only what derives deliveries (or POLL) does
@@ -74,20 +78,22 @@ class _Worker:
         self.marked += 1
 
     @property
-    def tasks(self) -> list[asyncio.Task[None]]:
+    def tasks(self) -> list[asyncio.Task[Any]]:
         return [self.task, *self.in_flight]
 
-    def ended(self, attempt: asyncio.Task[None]) -> None:
-        """An attempt ended: a slot is free, and the thread's next delivery (or this one's retry) may be due."""
+    def ended(self, attempt: asyncio.Task[bool]) -> None:
+        """An attempt ended: the worker looks if deliveries wait and the attempt did not claim what was due in
+        its own write (its result says; a retry to wait for, a lost lease, a cancelled or failed write)."""
         self.in_flight.discard(attempt)
-        if self.backlog:
+        if self.backlog and (attempt.cancelled() or attempt.exception() is not None or attempt.result()):
             self.wake.set()
 
     @contextlib.contextmanager
-    def slots(self, wanted: int = IN_FLIGHT) -> Iterator[int]:
-        """How many attempts (at most `wanted`) a claim may start, held while it runs (the pump's and the
-        worker's may overlap)."""
-        free = max(min(IN_FLIGHT - len(self.in_flight) - self.claiming, wanted), 0)
+    def slots(self, wanted: int = IN_FLIGHT, *, own: int = 0) -> Iterator[int]:
+        """How many attempts (at most `wanted`) a claim may start, held while it runs (the pump's, the worker's
+        and the attempts' may overlap); `own`: slots the claimer holds and frees by claiming (a finishing
+        attempt's)."""
+        free = max(min(IN_FLIGHT - len(self.in_flight) + own - self.claiming, wanted), 0)
         self.claiming += free
         try:
             yield free
@@ -107,7 +113,6 @@ class WebhookDeliveries:
         self._retiring: set[asyncio.Task[None]] = set()  # ending the workers of disabled or deleted endpoints
         self._pump: asyncio.Task[None] | None = None
         self._pruner: asyncio.Task[None] | None = None
-        self._client: httpx.AsyncClient | None = None
 
     @property
     def lease(self) -> float:
@@ -122,7 +127,6 @@ class WebhookDeliveries:
 
     async def start(self) -> None:
         if self._pump is None:
-            self._client = http_client()
             self._pump = asyncio.create_task(self._follow(), name="aitp-webhook-deliveries")
             self._pruner = asyncio.create_task(self._prune_every(), name="aitp-webhook-prune")
 
@@ -130,6 +134,7 @@ class WebhookDeliveries:
         followed = list(self._workers)
         await cancel([*(t for w in self._workers.values() for t in w.tasks), self._pump, self._pruner])
         await asyncio.gather(*self._retiring)
+        await asyncio.gather(*(w.client.close() for w in self._workers.values()))
         self._workers.clear()
         self._pump = self._pruner = None
         if followed:
@@ -138,9 +143,6 @@ class WebhookDeliveries:
                 self.counters["leases_released"] += await self.rt.store.webhooks.release(self.owner, followed)
             except Exception:  # the leases run out instead
                 log.exception("webhooks: releasing the leases of instance %s failed", self.owner)
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
 
     # ------------------------------------------------------------------- pruning
 
@@ -181,8 +183,10 @@ class WebhookDeliveries:
     async def _derive_all(self) -> None:
         endpoints = await self.rt.store.webhooks.enabled()
         for endpoint in endpoints:
-            if await self._derive(endpoint) or endpoint.id not in self._workers:
-                self._wake(endpoint.id)
+            known = endpoint.id in self._workers
+            worker = self._worker(endpoint)
+            if await self._derive(worker) or not known:
+                worker.wake.set()
         followed = {e.id for e in endpoints}
         for gone in [eid for eid in self._workers if eid not in followed]:
             self._retire(self._workers.pop(gone))
@@ -191,14 +195,20 @@ class WebhookDeliveries:
         """End the worker of a disabled or deleted endpoint, its attempts under way too, without holding up
         deriving; through `tasks.cancel`, which cancels again a task that lost its cancellation (one that
         did would go on delivering to an endpoint its actor turned off)."""
-        ending = asyncio.create_task(cancel(worker.tasks), name="aitp-webhook-retire")
+        ending = asyncio.create_task(self._end(worker), name="aitp-webhook-retire")
         self._retiring.add(ending)
         ending.add_done_callback(self._retiring.discard)
 
-    async def _derive(self, endpoint: EndpointRecord) -> bool:
+    @staticmethod
+    async def _end(worker: _Worker) -> None:
+        await cancel(worker.tasks)
+        await worker.client.close()
+
+    async def _derive(self, worker: _Worker) -> bool:
         """Turn the endpoint's new inbox events into deliveries; whether the worker should look at them. Where
         the store claims in the same write (SQLite), the due ones are attempted at once: no wake-up of the
         worker and second write between a commit and its delivery (the end of each attempt wakes it)."""
+        endpoint = worker.endpoint
         store, cursor, found = self.rt.store, endpoint.cursor, False
         while True:
             events = await inbox.read(store, endpoint.actor, cursor, BATCH)
@@ -207,7 +217,6 @@ class WebhookDeliveries:
             # what the endpoint does not take becomes no delivery; the cursor moves past it all the same
             made = [self._delivery(endpoint, e) for e in events if webhooks.takes(endpoint, e)]
             to = inbox.cursor_of(events[-1])
-            worker = self._worker(endpoint.id)
             with worker.slots(len(made)) as free:
                 terms = self._terms(free)
                 moved, claimed = await store.webhooks.advance_and_claim(endpoint.id, cursor, to, made, terms)
@@ -234,20 +243,19 @@ class WebhookDeliveries:
 
     # ---------------------------------------------------------------- delivering
 
-    def _worker(self, endpoint_id: str) -> _Worker:
-        worker = self._workers.get(endpoint_id)
+    def _worker(self, endpoint: EndpointRecord) -> _Worker:
+        """The endpoint's worker (started if it has none), holding the endpoint as just read."""
+        worker = self._workers.get(endpoint.id)
         if worker is None:
-            task = asyncio.create_task(self._work(endpoint_id), name=f"aitp-webhook-{endpoint_id}")
-            worker = self._workers[endpoint_id] = _Worker(task)
+            task = asyncio.create_task(self._work(endpoint.id), name=f"aitp-webhook-{endpoint.id}")
+            worker = self._workers[endpoint.id] = _Worker(task, endpoint, http_client(IN_FLIGHT))
+        worker.endpoint = endpoint
         return worker
-
-    def _wake(self, endpoint_id: str) -> None:
-        self._worker(endpoint_id).wake.set()
 
     def _start(self, worker: _Worker, endpoint: EndpointRecord, claimed: list[DeliveryRecord]) -> None:
         """Attempt the claimed deliveries, each in a task of the worker's (cancelled with it)."""
         for delivery in claimed:
-            task = asyncio.create_task(self._attempt(endpoint, delivery))
+            task = asyncio.create_task(self._attempt(worker, endpoint, delivery))
             worker.in_flight.add(task)
             task.add_done_callback(worker.ended)
 
@@ -275,10 +283,7 @@ class WebhookDeliveries:
                     if not free or len(claimed) == free:
                         worker.mark()  # there may be more
                     if claimed:
-                        endpoint = await store.get(endpoint_id)
-                        if endpoint is None:
-                            return  # deleted: its deliveries went with it
-                        self._start(worker, endpoint, claimed)
+                        self._start(worker, worker.endpoint, claimed)
                         continue
                 due = await store.next_due(endpoint_id) if free else None
                 if free and due is None and worker.marked == marked:
@@ -291,10 +296,11 @@ class WebhookDeliveries:
                 async with asyncio.timeout(pause):
                     await worker.wake.wait()
 
-    async def _attempt(self, endpoint: EndpointRecord, delivery: DeliveryRecord) -> None:
+    async def _attempt(self, worker: _Worker, endpoint: EndpointRecord, delivery: DeliveryRecord) -> bool:
+        """Make the attempt and record it; a delivery that ended (sent, or refused for good) claims what is due
+        in the same write, in the slot it frees. Whether the worker should look (`_Worker.ended`)."""
         settings = self.rt.settings
-        assert self._client is not None
-        answer = await send(self._client, endpoint, delivery, settings)
+        answer = await send(worker.client, endpoint, delivery, settings)
         at = time.time()
         self.counters["attempts"] += 1
         delivery.last_attempt_at, delivery.last_status, delivery.last_error = at, answer.status, answer.error
@@ -313,31 +319,35 @@ class WebhookDeliveries:
             else:
                 wait = backoff(delivery.attempts, settings.webhook_retry_base, answer.retry_after)
                 delivery.next_attempt_at = min(at + wait, deadline)
-                worker = self._workers.get(endpoint.id)
-                if worker is not None:
-                    worker.mark()  # its worker looks when this attempt ends, and waits for the retry
-                    worker.retrying = True
+                worker.mark()  # its worker looks when this attempt ends, and waits for the retry
+                worker.retrying = True
+        goes_on = delivery.status != "pending" and disable is None
         try:
-            if not await self.rt.store.webhooks.finish(delivery, self.owner):
+            with worker.slots(own=1) as free:
+                terms = self._terms(free if goes_on else 0)
+                kept, claimed = await self.rt.store.webhooks.finish_and_claim(delivery, self.owner, terms)
+                self._start(worker, worker.endpoint, claimed)
+            if not kept:
                 self.counters["lost_leases"] += 1
-                return
+                return True
             self.counters[delivery.status if delivery.status != "pending" else "retrying"] += 1
-            await self._note_health(endpoint, answer, at, disable)
+            await self._note_health(worker, endpoint, answer, at, disable)
         except Exception:  # unrecorded: the lease runs out and the attempt is made again (at least once)
             log.exception("webhooks: recording the attempt of %s failed", delivery.id)
+            return True
+        return not goes_on or len(claimed) == terms.limit  # a retry to wait for, or more may be due
 
-    async def _note_health(self, endpoint: EndpointRecord, answer: Answer, at: float, disable: str | None) -> None:
+    async def _note_health(
+        self, worker: _Worker, endpoint: EndpointRecord, answer: Answer, at: float, disable: str | None
+    ) -> None:
         """Keep the endpoint's run of failures; disable it on 410 or after `webhook_disable_days` of them."""
         store = self.rt.store.webhooks
         if answer.succeeded:
-            worker = self._workers.get(endpoint.id)
-            retrying = worker is not None and worker.retrying
-            if endpoint.failing_since is None and not retrying:
+            if endpoint.failing_since is None and not worker.retrying:
                 return  # the usual case: no write beyond the attempt's
-            if worker is not None:
-                worker.retrying = False
+            worker.retrying = False
             # the receiver is back: what waits for a retry (on any instance) is due now, in one write
-            if await store.hasten(endpoint.id, at) and worker is not None:
+            if await store.hasten(endpoint.id, at):
                 worker.mark()
                 worker.wake.set()
             if endpoint.failing_since is not None:

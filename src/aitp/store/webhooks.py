@@ -146,6 +146,16 @@ class WebhookStore(abc.ABC):
         """Record the outcome of the attempt `owner` claimed (status, next attempt, last_*) and end its lease;
         False, writing nothing, if that lease was lost (another holder took it after it ran out)."""
 
+    async def finish_and_claim(
+        self, delivery: DeliveryRecord, owner: str, claim: Claim
+    ) -> tuple[bool, list[DeliveryRecord]]:
+        """`finish`, then (if the lease was kept) `claim`, in one write where a backend makes that one commit
+        (SQLite): a finished delivery's slot goes to what is due next without a second write. Here: the two
+        writes in turn."""
+        if not await self.finish(delivery, owner):
+            return False, []
+        return True, await self.claim(delivery.endpoint_id, claim) if claim.limit else []
+
     @abc.abstractmethod
     async def next_due(self, endpoint_id: str) -> float | None:
         """When the endpoint's next pending delivery may be claimed (retry time or lease end); None if none.

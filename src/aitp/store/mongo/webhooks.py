@@ -120,15 +120,21 @@ class MongoWebhooks(WebhookStore):
         return moved.modified_count > 0
 
     async def _heads(self, endpoint_id: str) -> list[dict[str, Any]]:
-        """The oldest pending delivery of each thread of the endpoint (only it may be attempted), by gid."""
-        heads: dict[str, dict[str, Any]] = {}
-        pending = self._deliveries.find(
-            {"endpoint_id": endpoint_id, "status": "pending"},
-            {"thread_id": 1, "gid": 1, "next_attempt_at": 1, "lease_until": 1},
-        ).sort("gid", ASCENDING)
-        async for doc in pending:
-            heads.setdefault(doc["thread_id"], doc)
-        return list(heads.values())
+        """The oldest pending delivery of each thread of the endpoint (only it may be attempted): one indexed
+        look per thread that has one, each for the first pending delivery of the next thread, so the cost is
+        that of the threads waiting, never of the deliveries behind their heads."""
+        heads: list[dict[str, Any]] = []
+        pending: dict[str, Any] = {"endpoint_id": endpoint_id, "status": "pending"}
+        while True:
+            after = {"thread_id": {"$gt": heads[-1]["thread_id"]}} if heads else {}
+            head = await self._deliveries.find_one(
+                {**pending, **after},
+                {"thread_id": 1, "gid": 1, "next_attempt_at": 1, "lease_until": 1},
+                sort=[("thread_id", ASCENDING), ("gid", ASCENDING)],
+            )
+            if head is None:
+                return heads
+            heads.append(head)
 
     async def _due_heads(self, endpoint_id: str, now: float, limit: int) -> list[dict[str, Any]]:
         """At most `limit` due, unleased pending deliveries of the endpoint, each the oldest pending one of its

@@ -136,6 +136,18 @@ def _claim(conn: sqlite3.Connection, endpoint_id: str, terms: Claim) -> list[Del
     return claimed
 
 
+_FINISH = (
+    "UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, last_attempt_at = ?, last_status = ?,"
+    " last_error = ?, lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ? AND attempts = ?"
+)
+
+
+def _finish(conn: sqlite3.Connection, delivery: DeliveryRecord, owner: str) -> bool:
+    outcome = (delivery.status, delivery.next_attempt_at, delivery.last_attempt_at, delivery.last_status)
+    held = (delivery.id, owner, delivery.attempts)
+    return conn.execute(_FINISH, (*outcome, delivery.last_error, *held)).rowcount > 0
+
+
 class SQLiteWebhooks(WebhookStore):
     """The delivery engine's writes (derive, claim, finish) share commits with each other and with message
     appends (group commit): one fsync for the many endpoints' workers that write in the same loop turn."""
@@ -238,21 +250,17 @@ class SQLiteWebhooks(WebhookStore):
         return await self._engine.write_shared(op)
 
     async def finish(self, delivery: DeliveryRecord, owner: str) -> bool:
-        update = (
-            "UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, last_attempt_at = ?, last_status = ?,"
-            " last_error = ?, lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ? AND attempts = ?"
-        )
-        values = (
-            delivery.status,
-            delivery.next_attempt_at,
-            delivery.last_attempt_at,
-            delivery.last_status,
-            delivery.last_error,
-            delivery.id,
-            owner,
-            delivery.attempts,
-        )
-        return await self._engine.write_shared(lambda conn: conn.execute(update, values).rowcount > 0)
+        return await self._engine.write_shared(lambda conn: _finish(conn, delivery, owner))
+
+    async def finish_and_claim(
+        self, delivery: DeliveryRecord, owner: str, claim: Claim
+    ) -> tuple[bool, list[DeliveryRecord]]:
+        def op(conn: sqlite3.Connection) -> tuple[bool, list[DeliveryRecord]]:
+            if not _finish(conn, delivery, owner):
+                return False, []
+            return True, _claim(conn, delivery.endpoint_id, claim) if claim.limit else []
+
+        return await self._engine.write_shared(op)
 
     async def next_due(self, endpoint_id: str) -> float | None:
         def op(conn: sqlite3.Connection) -> float | None:

@@ -91,9 +91,9 @@ def cpu_seconds(pid: int) -> float:
 # ------------------------------------------------------------------------------ servers
 
 
-# One key drives each benchmark's load (and holds a thousand sockets in fanout.py): per-key limits off.
-# per-key limits off, new threads and agents' turns uncounted, and the bench's actors (made by the admin: local) open threads with
-# each other as a business serving the public lets anyone (`AITP_CONTACT_POLICY`'s default refuses local callers)
+# One key drives each benchmark's load (and holds a thousand sockets in fanout.py): per-key limits off, new
+# threads and agents' turns uncounted, and the bench's actors (made by the admin: local) open threads with each
+# other as a business serving the public lets anyone (`AITP_CONTACT_POLICY`'s default refuses local callers)
 UNLIMITED = {
     "AITP_RATE_LIMIT": "0",
     "AITP_MAX_STREAMS_PER_KEY": "0",
@@ -105,14 +105,18 @@ UNLIMITED = {
 
 
 def start_aitp(
-    store_url: str, log: Path, timeout: float = 30, env: dict[str, str] | None = None, workers: int = 1
+    store_url: str,
+    log: Path,
+    timeout: float = 30,
+    env: dict[str, str] | None = None,
+    workers: int = 1,
+    port: int | None = None,
 ) -> ServerProcess:
-    """`aitp serve` (admin key `ADMIN`, per-key limits off, `--workers`) on a free port, every worker answering
-    /health within `timeout` s."""
+    """`aitp serve` (admin key `ADMIN`, per-key limits off, `--workers`) on `port` (else a free one), every
+    worker answering /health within `timeout` s."""
     try:
-        return testing.start_server(
-            store_url, log, {"AITP_ADMIN_KEY": ADMIN, **UNLIMITED, **(env or {})}, timeout=timeout, workers=workers
-        )
+        env = {"AITP_ADMIN_KEY": ADMIN, **UNLIMITED, **(env or {})}
+        return testing.start_server(store_url, log, env, timeout=timeout, workers=workers, port=port)
     except RuntimeError as exc:
         raise BenchError(f"stage 'start aitp serve': {exc}") from None
 

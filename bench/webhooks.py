@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import signal
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +50,21 @@ MESSAGE = "thread.message.created"
 
 
 class Receiver:
-    """Records each message delivery's latency (arrival minus the post start the message carries)."""
+    """Records each message delivery's latency (arrival minus the post start the message carries), each
+    message's first arrival and how often each delivery (webhook-id) came; refuses (503) the paths in
+    `refusing` and answers after `delay` seconds."""
 
     def __init__(self) -> None:
         self.latencies_ns: list[int] = []
         self.arrivals_ns: list[int] = []
         self.count = 0
         self.arrived = asyncio.Event()
+        self.first_arrival_ns: dict[str, int] = {}  # message text -> its first 2xx arrival
+        self.times: collections.Counter[str] = collections.Counter()  # webhook-id -> requests answered 2xx
+        self.first_success_ns: dict[str, int] = {}  # path -> its first 2xx
+        self.refusing: set[str] = set()
+        self.refused = 0
+        self.delay = 0.0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -63,18 +73,33 @@ class Receiver:
         while more:
             message = await receive()
             body, more = body + message.get("body", b""), message.get("more_body", False)
+        path = scope["path"]
+        if path in self.refusing:
+            self.refused += 1
+            await send({"type": "http.response.start", "status": 503, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if self.delay:
+            await asyncio.sleep(self.delay)
         arrived = time.perf_counter_ns()
         event = orjson.loads(body)
-        sent = int(event["data"]["content"][0]["text"]["value"].split()[-1])
+        text = event["data"]["content"][0]["text"]["value"]
+        sent = int(text.split()[-1])
         self.latencies_ns.append(arrived - sent)
         self.arrivals_ns.append(arrived)
+        self.first_arrival_ns.setdefault(text, arrived)
+        self.first_success_ns.setdefault(path, arrived)
+        self.times[dict(scope["headers"])[b"webhook-id"].decode()] += 1
         self.count += 1
         self.arrived.set()
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
     async def until(self, count: int) -> None:
-        while self.count < count:
+        await self.until_true(lambda: self.count >= count)
+
+    async def until_true(self, condition: Callable[[], bool]) -> None:
+        while not condition():
             self.arrived.clear()
             await self.arrived.wait()
 
@@ -91,10 +116,17 @@ def percentiles(values_ns: list[int]) -> dict[str, float]:
 
 class Bench:
     def __init__(
-        self, server: testing.ServerProcess, receiver: Receiver, port: int, args: argparse.Namespace, tmp: Path
+        self,
+        start: Callable[[str, int | None], testing.ServerProcess],
+        receiver: Receiver,
+        port: int,
+        args: argparse.Namespace,
+        tmp: Path,
     ) -> None:
         self.tmp = tmp
-        self.base = server.base_url + "/v1"
+        self.start = start  # `aitp serve` on the bench's store, its log named, on a port (None: a free one)
+        self.server = start("serve.log", None)
+        self.base = self.server.base_url + "/v1"
         self.receiver = receiver
         self.hooks = f"http://127.0.0.1:{port}"
         self.args = args
@@ -181,6 +213,87 @@ class Bench:
         figures = orjson.loads(line.removeprefix("WRK_JSON "))
         return loaded, figures["requests"] / (figures["duration_us"] / 1e6)
 
+    async def outage(self) -> dict[str, Any]:
+        """One endpoint, `--outage-threads` threads: a message in each as its receiver goes down (503) and
+        another half-way through; after `--outage` s it answers again. Catch-up: from its first success to the
+        arrival of the last delivery that waited (target: within 5 s)."""
+        args, receiver = self.args, self.receiver
+        headers = await self.key("outage")
+        threads = [await self.thread(["outage"], headers) for _ in range(args.outage_threads)]
+        await self.hook(headers, "outage")
+        receiver.refusing.add("/outage")
+        texts: list[str] = []
+        for half in range(2):
+            for k, thread_id in enumerate(threads):
+                texts.append(f"outage {half}-{k} {time.perf_counter_ns()}")
+                await self.post(thread_id, headers, texts[-1])
+            await asyncio.sleep(args.outage / 2)
+        back = time.perf_counter_ns()
+        receiver.refusing.discard("/outage")
+        waited = receiver.until_true(lambda: all(t in receiver.first_arrival_ns for t in texts))
+        await stage("deliveries after the outage", waited, args.stage_timeout)
+        first = receiver.first_success_ns["/outage"]
+        last = max(receiver.first_arrival_ns[t] for t in texts)
+        return {
+            "outage_s": args.outage,
+            "threads": len(threads),
+            "waiting": len(texts),
+            "refused_attempts": receiver.refused,
+            "first_success_after_s": (first - back) / 1e9,  # the retries' backoff: no target
+            "catch_up_s": (last - first) / 1e9,
+        }
+
+    async def restart(self) -> dict[str, Any]:
+        """Messages posted steadily into 10 threads, ~5 a second each (a receiver taking `--restart-delay` s to
+        answer, so attempts are under way) while the server is stopped with SIGTERM and started again on its store and
+        port. Delay: each answered message's first arrival minus its POST's answer (target: at most 5 s);
+        duplicates: deliveries (webhook-id) received more than once."""
+        args, receiver = self.args, self.receiver
+        headers = await self.key("restart")
+        threads = [await self.thread(["restart"], headers) for _ in range(10)]
+        await self.hook(headers, "restart")
+        receiver.delay = args.restart_delay
+        answered: dict[str, int] = {}
+        stop = asyncio.Event()
+
+        async def poster(thread_id: str, k: int) -> None:
+            n = 0
+            while not stop.is_set():
+                text, n = f"restart {k}-{n} {time.perf_counter_ns()}", n + 1
+                try:
+                    await self.post(thread_id, headers, text)
+                except (httpx.HTTPError, BenchError):  # the server is stopping or starting
+                    await asyncio.sleep(0.05)
+                    continue
+                answered[text] = time.perf_counter_ns()
+                # a thread's deliveries go one at a time (in order): 5 a second stays within what one takes
+                await asyncio.sleep(max(0.2 - args.restart_delay, 0.02))
+
+        posters = [asyncio.create_task(poster(t, k)) for k, t in enumerate(threads)]
+        await asyncio.sleep(2.0)
+        stopping = time.perf_counter_ns()
+        self.server = await asyncio.to_thread(self._restart_server)
+        started = time.perf_counter_ns()
+        await asyncio.sleep(2.0)
+        stop.set()
+        await asyncio.gather(*posters)
+        delivered = receiver.until_true(lambda: all(t in receiver.first_arrival_ns for t in answered))
+        await stage("deliveries after the restart", delivered, args.stage_timeout)
+        receiver.delay = 0.0
+        delays_ns = [receiver.first_arrival_ns[t] - at for t, at in answered.items()]
+        return {
+            "messages": len(answered),
+            "receiver_delay_s": args.restart_delay,
+            "down_s": (started - stopping) / 1e9,  # SIGTERM to the new server's first /health answer
+            "delay": percentiles(delays_ns),
+            "duplicates": sum(n - 1 for n in receiver.times.values()),
+        }
+
+    def _restart_server(self) -> testing.ServerProcess:
+        port = self.server.port
+        self.server.stop()  # SIGTERM, then waits for the process to end
+        return self.start("serve-restarted.log", port)
+
     async def run(self) -> dict[str, Any]:
         args = self.args
         alice = await self.key("alice")
@@ -210,6 +323,8 @@ class Bench:
         await stage(f"{args.burst * args.endpoints} deliveries", self.receiver.until(expected), args.stage_timeout)
         elapsed = time.perf_counter() - began
         burst = percentiles(self.receiver.latencies_ns[before:])
+        outage = await self.outage() if args.outage else None
+        restart = await self.restart()
         return {
             "idle": idle,
             "under_load": {**loaded, "load_messages_per_s": load_rate, "writers": args.writers, "load": args.load},
@@ -220,6 +335,8 @@ class Bench:
                 "deliveries_per_s": args.burst * args.endpoints / elapsed,
                 "latency": burst,
             },
+            "outage": outage,
+            "restart": restart,
             "loadavg_after": load_average(),
         }
 
@@ -234,13 +351,12 @@ async def measure(args: argparse.Namespace, store_url: str, tmp: Path) -> dict[s
     while not server.started:
         await asyncio.sleep(0.01)
     env = {"AITP_WEBHOOK_ALLOW": f"http://127.0.0.1:{port}/", "AITP_MAX_ACTORS": str(args.endpoints + 8)}
-    aitp = start_aitp(store_url, tmp / "serve.log", env=env)
-    bench = Bench(aitp, receiver, port, args, tmp)
+    bench = Bench(lambda log, at: start_aitp(store_url, tmp / log, env=env, port=at), receiver, port, args, tmp)
     try:
         return await bench.run()
     finally:
         await bench.http.aclose()
-        aitp.stop()
+        bench.server.stop()
         server.should_exit = True
         await serving
 
@@ -253,6 +369,11 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=50, help="messages posted at once to the endpoints' thread")
     parser.add_argument(
         "--load", choices=("wrk", "python"), default="wrk", help="the writers: wrk's connections, or this process's"
+    )
+    parser.add_argument("--outage", type=float, default=60.0, help="seconds the receiver refuses (0: no outage)")
+    parser.add_argument("--outage-threads", type=int, default=20, help="threads waiting through the outage")
+    parser.add_argument(
+        "--restart-delay", type=float, default=0.05, help="seconds the receiver takes to answer during the restart"
     )
     parser.add_argument("--store", default="sqlite", help="'sqlite' (a fresh file) or a mongodb:// URL")
     parser.add_argument("--stage-timeout", type=float, default=120.0)
@@ -276,6 +397,18 @@ def main() -> None:
     print(
         f"deliveries to {wide['endpoints']} endpoints: {wide['deliveries_per_s']:.0f}/s"
         f"  ({wide['deliveries']} in {wide['seconds']:.1f} s; p99 {wide['latency']['p99_ms']:.0f} ms)"
+    )
+    outage, restart = figures["outage"], figures["restart"]
+    if outage is not None:
+        print(
+            f"after a {outage['outage_s']:g} s outage: every waiting delivery ({outage['waiting']} in"
+            f" {outage['threads']} threads) within {outage['catch_up_s']:.2f} s of the first success"
+            f" ({outage['first_success_after_s']:.1f} s after the receiver came back)"
+        )
+    print(
+        f"SIGTERM restart ({restart['down_s']:.1f} s down):"
+        f" delivery delay max {restart['delay']['max_ms'] / 1000:.2f} s,"
+        f" p99 {restart['delay']['p99_ms']:.0f} ms ({restart['messages']} messages); {restart['duplicates']} duplicates"
     )
 
 

@@ -8,7 +8,8 @@ Specification:
   (`POST /v1/webhooks/{id}/deliveries/{d}/cancel`, 409 if it is not pending).
 - The delivery log filters by `status` and shows finished deliveries within `webhook_retention_days`.
 - A success from an endpoint that was failing makes its deliveries waiting for a retry due at once.
-- A stopping service releases the leases of the attempts it cuts short: the next instance makes them at once.
+- A stopping service lets attempts under way finish (briefly) and records them, so none is sent twice; it
+  releases the leases of those it cuts short: the next instance makes them at once.
 - A rotated secret keeps the current and the previous secret only: two signatures at most.
 """
 
@@ -213,6 +214,41 @@ async def test_a_stopping_service_releases_the_attempts_it_cuts_short(store: Sto
         async with service(store, receiver.url, webhook_timeout=600.0):
             await receiver.wait_for(lambda r: len(r.delivered) == 1)
             assert text_of(receiver.delivered[0]) == "cut short"
+
+
+@dataclass
+class Slow(Receiver):
+    """A receiver that answers each request once `let_go` is set (`reached` when one waits)."""
+
+    reached: asyncio.Event = field(default_factory=asyncio.Event)
+    let_go: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            self.reached.set()
+            await self.let_go.wait()
+        await super().__call__(scope, receive, send)
+
+
+async def test_a_stopping_service_lets_an_attempt_under_way_finish_and_sends_it_once(store: Store) -> None:
+    """A deploy's SIGTERM while the receiver is answering: the answer is awaited (briefly) and recorded, so the
+    next instance does not send the event again."""
+    async with receiving(Slow()) as receiver:
+        assert isinstance(receiver, Slow)
+        async with service(store, receiver.url) as api:
+            alice = await api.actor("alice")
+            thread_id = await new_thread(alice, "alice")
+            hook = await register(alice, receiver.url, event_types=[MESSAGE])
+            await post(alice, thread_id, "under way")
+            await asyncio.wait_for(receiver.reached.wait(), 10)
+            [held] = await deliveries(alice, hook["id"])
+            asyncio.get_running_loop().call_later(0.3, receiver.let_go.set)  # after the stop began
+        finished = await store.webhooks.get_delivery(held["id"])
+        assert finished is not None and (finished.status, finished.attempts) == ("succeeded", 1)
+
+        async with service(store, receiver.url):
+            await asyncio.sleep(0.5)
+        assert [text_of(r) for r in receiver.requests] == ["under way"]
 
 
 async def test_a_delivery_carries_two_signatures_at_most_however_often_the_secret_rotates(store: Store) -> None:

@@ -20,8 +20,9 @@
   honouring Retry-After, until `webhook_retry_hours` after the event; an endpoint failing for
   `webhook_disable_days` is disabled. A 2xx from an endpoint that was failing makes its deliveries waiting
   for a retry due at once (`hasten`): the receiver is back, its other threads need not wait out a backoff.
-- Stopping (a deploy's SIGTERM): attempts under way are cancelled and their leases released, so another
-  instance (or this one, restarted) makes them again at once rather than when the lease runs out.
+- Stopping (a deploy's SIGTERM): no more claims; attempts under way may finish and be recorded within `DRAIN`
+  (so a receiver that answered gets no duplicate), then the rest are cancelled and their leases released, so
+  another instance (or this one, restarted) makes them again at once rather than when the lease runs out.
 - Pruning: finished deliveries older than `webhook_retention_days` are deleted every `PRUNE_EVERY`, so the
   store holds what the delivery log shows, not every delivery ever made.
 """
@@ -55,6 +56,7 @@ IN_FLIGHT = 8  # attempts under way per endpoint and instance
 BATCH = 500  # inbox events read per endpoint and store read
 POLL = 1.0  # seconds between looks at the store for what other instances changed (endpoints, redeliveries)
 PRUNE_EVERY = 600.0  # seconds between two prunings of finished deliveries past the retention period
+DRAIN = 2.0  # seconds a stopping engine lets its attempts under way finish and be recorded
 PRUNE_BATCH = 1000  # deliveries deleted per store write (a write lock held briefly, however many there are)
 
 
@@ -113,6 +115,7 @@ class WebhookDeliveries:
         self._retiring: set[asyncio.Task[None]] = set()  # ending the workers of disabled or deleted endpoints
         self._pump: asyncio.Task[None] | None = None
         self._pruner: asyncio.Task[None] | None = None
+        self._stopping = False
 
     @property
     def lease(self) -> float:
@@ -132,11 +135,19 @@ class WebhookDeliveries:
 
     async def stop(self) -> None:
         followed = list(self._workers)
-        await cancel([*(t for w in self._workers.values() for t in w.tasks), self._pump, self._pruner])
+        self._stopping = True  # what ends from now on claims nothing more
+        await cancel([*(w.task for w in self._workers.values()), self._pump, self._pruner])
+        # attempts under way finish and are recorded if they can within DRAIN: a receiver that answered one gets
+        # no duplicate from whoever claims it next (every attempt a deploy cut short came twice)
+        under_way = [t for w in self._workers.values() for t in w.in_flight]
+        if under_way:
+            await asyncio.wait(under_way, timeout=DRAIN)
+        await cancel(under_way)
         await asyncio.gather(*self._retiring)
         await asyncio.gather(*(w.client.close() for w in self._workers.values()))
         self._workers.clear()
         self._pump = self._pruner = None
+        self._stopping = False
         if followed:
             # the attempts cut short are made again at once by whoever claims next, not a lease later
             try:
@@ -263,9 +274,10 @@ class WebhookDeliveries:
         worker = self._workers[endpoint_id]
         try:
             await self._work_on(endpoint_id, worker)
-        finally:  # stopped, or the endpoint disabled or deleted: an attempt cut short is made again later
-            for task in list(worker.in_flight):
-                task.cancel()
+        finally:  # the endpoint disabled or deleted: an attempt cut short is made again later (`stop` drains)
+            if not self._stopping:
+                for task in list(worker.in_flight):
+                    task.cancel()
 
     def _terms(self, limit: int) -> Claim:
         """A claim of at most `limit` deliveries, from now, for this instance's lease."""
@@ -321,7 +333,7 @@ class WebhookDeliveries:
                 delivery.next_attempt_at = min(at + wait, deadline)
                 worker.mark()  # its worker looks when this attempt ends, and waits for the retry
                 worker.retrying = True
-        goes_on = delivery.status != "pending" and disable is None
+        goes_on = delivery.status != "pending" and disable is None and not self._stopping
         try:
             with worker.slots(own=1) as free:
                 terms = self._terms(free if goes_on else 0)

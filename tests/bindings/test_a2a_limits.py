@@ -231,6 +231,27 @@ async def test_a_batch_or_a_value_that_is_not_a_request_is_an_invalid_request(
     no_traceback(caplog.records)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"jsonrpc": "2.0", "id": 1},  # no method
+        {"jsonrpc": "2.0", "id": 1, "method": 5, "params": {}},
+        {"jsonrpc": "2.0", "id": {"a": 1}, "method": "ListTasks", "params": {}},
+        {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}, "extra": True},
+    ],
+)
+async def test_an_ill_formed_request_object_is_an_invalid_request_logged_without_a_traceback(
+    store: Store, body: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK's dispatcher answers these (its own words) and logs each at ERROR with a traceback, ~1.7 KB for a
+    client's 30-byte mistake: that line is dropped (its one-line warning stays)."""
+    async with endpoint(store) as http:
+        reply = (await http.post(URL, content=orjson.dumps(body), headers=JSON)).json()
+        assert reply["error"]["code"] == -32600, reply
+        assert await tasks_of(http) == []
+    no_traceback(caplog.records)
+
+
 async def test_a_notification_is_neither_executed_nor_answered(store: Store) -> None:
     """JSON-RPC 2.0: a request without an `id` member is a notification, and "The Server MUST NOT reply to a
     Notification". A request with `"id": null` is not one: it is answered (id null)."""

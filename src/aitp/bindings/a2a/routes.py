@@ -166,6 +166,7 @@ def rpc_route(routes: list[BaseRoute]) -> BaseRoute:
 
 
 def routes() -> list[BaseRoute]:
+    intake.quiet_sdk_dispatcher()
     return [
         Route(PREFIX + "{actor_id}" + CARD_PATH, card, methods=["GET"]),
         Route(CARD_PATH, root_card, methods=["GET"]),

@@ -241,3 +241,28 @@ async def test_an_endpoint_stored_before_the_messages_option_takes_all_and_can_c
         assert [e.messages for e in await store.webhooks.of_actor(None)] == ["addressed", "all"]
     finally:
         await store.close()
+
+
+async def test_endpoints_stored_before_slots_count_against_the_limit_of_concurrent_creations(
+    mongo_backend: Backend,
+) -> None:
+    """MongoDB: an endpoint written before creations took slots is given one when the store is opened, so
+    concurrent creations see it held (SQLite counts in the insert's own transaction: nothing to upgrade)."""
+    store = open_store(mongo_backend.url)
+    await store.open()
+    assert isinstance(store, MongoStore)
+    legacy = [asdict(endpoint(f"wh_old{n}")) for n in range(3)]
+    await store.engine.db.webhook_endpoints.insert_many([{"_id": e.pop("id"), **e} for e in legacy])
+    await store.close()
+
+    store = open_store(mongo_backend.url)
+    await store.open()  # the upgrade gives each its slot
+    assert isinstance(store, MongoStore)
+    try:
+        slots = {doc["_id"]: doc.get("slot") async for doc in store.engine.db.webhook_endpoints.find({})}
+        assert sorted(slots.values()) == [0, 1, 2]
+        made = await asyncio.gather(*(store.webhooks.create(endpoint(f"wh_new{n}"), limit=4) for n in range(6)))
+        assert sum(made) == 1
+        assert len(await store.webhooks.of_actor("shop.near")) == 4
+    finally:
+        await store.close()

@@ -19,7 +19,7 @@ from pymongo.errors import CollectionInvalid
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
-from aitp.store.mongo.migrations import audience_to_memberships, identities_for_known_actors
+from aitp.store.mongo.migrations import audience_to_memberships, endpoints_into_slots, identities_for_known_actors
 from aitp.store.mongo.positions import MAX_COMMIT_MS
 
 T = TypeVar("T")
@@ -106,6 +106,7 @@ class MongoEngine:
             unique=True,
             partialFilterExpression={"slot": {"$exists": True}},
         )
+        await endpoints_into_slots(db)
         await db.webhook_deliveries.create_index([("endpoint_id", ASCENDING), ("gid", ASCENDING)], unique=True)
         # a delivery is attempted only when no earlier one of its thread is pending (mongo/webhooks.py, claim)
         await db.webhook_deliveries.create_index(

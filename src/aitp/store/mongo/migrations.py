@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from pymongo import ASCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import OperationFailure
+from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from aitp.store.identities import ANYONE, LOCAL
 from aitp.store.mongo.documents import membership_key
@@ -94,3 +95,21 @@ async def identities_for_known_actors(db: AsyncDatabase[dict[str, Any]], created
     ]
     for start in range(0, len(writes), 1000):
         await db.actor_identities.bulk_write(writes[start : start + 1000], ordered=False)
+
+
+async def endpoints_into_slots(db: AsyncDatabase[dict[str, Any]]) -> None:
+    """Endpoints written before the per-actor limit took slots have none, so a creation racing another could not
+    see them held: each takes its actor's lowest free slot. A conditional update under the (actor, slot) unique
+    index: instances opening the store together never give one slot twice, nor one endpoint two."""
+    endpoints = db.webhook_endpoints
+    async for endpoint in endpoints.find({"slot": {"$exists": False}}, {"actor": 1}):
+        held = {"actor": endpoint["actor"], "slot": {"$exists": True}}
+        while True:
+            taken = {doc["slot"] async for doc in endpoints.find(held, {"slot": 1})}
+            slot = next(n for n in itertools.count() if n not in taken)
+            try:
+                unslotted = {"_id": endpoint["_id"], "slot": {"$exists": False}}
+                await endpoints.update_one(unslotted, {"$set": {"slot": slot}})
+                break
+            except DuplicateKeyError:
+                continue  # another instance gave that slot to another endpoint meanwhile

@@ -1,8 +1,8 @@
 """Webhook endpoints and deliveries in the `webhook_endpoints` and `webhook_deliveries` collections, `_id`
 the record's id; single-document atomic writes: a lease is taken by one conditional update, and an endpoint
 created under the per-actor limit takes one of its actor's numbered slots, unique per actor (an index), so
-concurrent creations never exceed the limit. (Endpoints written before slots have none: they count, but only
-sequential creations see them.)
+concurrent creations never exceed the limit (endpoints written before slots are given theirs when the store is
+opened: `migrations.endpoints_into_slots`).
 
 The engine's reads (`claim`, `next_due`) go through the (endpoint, status, ...) indexes on pending deliveries:
 finished ones, kept for the delivery log until `prune`, are never read by them."""

@@ -251,6 +251,50 @@ async def test_a_stopping_service_lets_an_attempt_under_way_finish_and_sends_it_
         assert [text_of(r) for r in receiver.requests] == ["under way"]
 
 
+@dataclass
+class Overlapping(Receiver):
+    """A receiver taking `delay` s to answer, counting how many requests it holds at once at most."""
+
+    delay: float = 0.05
+    holding: int = 0
+    most: int = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            self.holding += 1
+            self.most = max(self.most, self.holding)
+            await asyncio.sleep(self.delay)
+            self.holding -= 1
+        await super().__call__(scope, receive, send)
+
+
+async def test_an_endpoint_without_ordering_sends_a_threads_events_concurrently(store: Store) -> None:
+    """`ordering` "thread" (the default) sends one event of a thread at a time; "none" several, so a receiver
+    slow to answer does not hold a busy thread back; it can be changed later."""
+    async with receiving(Overlapping()) as receiver, service(store, receiver.url) as api:
+        assert isinstance(receiver, Overlapping)
+        alice = await api.actor("alice")
+        thread_id = await new_thread(alice, "alice")
+        hook = await register(alice, receiver.url, event_types=[MESSAGE])
+        assert hook["ordering"] == "thread"
+        for n in range(6):
+            await post(alice, thread_id, f"in order {n}")
+        await receiver.wait_for(lambda r: len(r.delivered) == 6)
+        assert receiver.most == 1
+        assert [text_of(r) for r in receiver.delivered] == [f"in order {n}" for n in range(6)]
+
+        changed = await alice.patch(f"/webhooks/{hook['id']}", json={"ordering": "none"})
+        assert changed.status_code == 200 and changed.json()["ordering"] == "none", changed.text
+        receiver.delay = 0.3
+        for n in range(6):
+            await post(alice, thread_id, f"any order {n}")
+        await receiver.wait_for(lambda r: len(r.delivered) == 12)
+        assert receiver.most > 1
+        assert sorted(text_of(r) for r in receiver.delivered[6:]) == [f"any order {n}" for n in range(6)]
+        refused = await alice.patch(f"/webhooks/{hook['id']}", json={"ordering": "random"})
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == "ordering", refused.text
+
+
 async def test_a_delivery_carries_two_signatures_at_most_however_often_the_secret_rotates(store: Store) -> None:
     async with receiving() as receiver, service(store, receiver.url) as api:
         alice = await api.actor("alice")

@@ -115,6 +115,23 @@ async def test_a_claim_takes_the_oldest_pending_delivery_of_each_thread_only(sto
     assert [(d.gid, d.attempts) for d in later] == [(2, 2), (3, 2)]
 
 
+async def test_an_unordered_claim_takes_any_due_delivery_oldest_first(store: Store) -> None:
+    """An endpoint whose ordering is "none": a thread's later deliveries go beside its head, oldest first,
+    and the next due is that of any pending delivery."""
+    await store.webhooks.create(replace(endpoint(), ordering="none"))
+    assert (await store.webhooks.get("wh_1")).ordering == "none"  # type: ignore[union-attr]
+    await store.webhooks.advance("wh_1", 0, 4, [delivery(1, "a"), delivery(2, "a"), delivery(3, "b"), delivery(4, "a")])
+    claimed = await store.webhooks.claim("wh_1", Claim("one", NOW, NOW + LEASE, 3, ordered=False))
+    assert [d.gid for d in claimed] == [1, 2, 3]
+    retry = replace(claimed[1], last_status=500, next_attempt_at=NOW + 5)
+    assert await store.webhooks.finish(retry, "one")
+    assert await store.webhooks.next_due("wh_1", ordered=False) == NOW  # gid 4, due now
+    assert await store.webhooks.next_due("wh_1") == NOW + LEASE  # ordered: thread a's head is leased
+    [fourth] = await store.webhooks.claim("wh_1", Claim("one", NOW, NOW + LEASE, 10, ordered=False))
+    assert fourth.gid == 4
+    assert await store.webhooks.next_due("wh_1", ordered=False) == NOW + 5  # gid 2's retry
+
+
 async def test_deriving_with_a_claim_leases_only_what_a_claim_would_and_never_twice(store: Store) -> None:
     await store.webhooks.create(endpoint())
     fresh = [delivery(1, "a"), delivery(2, "a"), delivery(3, "b")]
@@ -209,9 +226,9 @@ CREATE TABLE webhook_endpoints (
 
 async def _written_before_messages(backend: Backend) -> Store:
     """An opened store holding endpoint() as a version before the `messages` option wrote it (and before the
-    `on_client_error` one)."""
+    `on_client_error` and `ordering` ones)."""
     old = asdict(endpoint())
-    del old["messages"], old["on_client_error"]
+    del old["messages"], old["on_client_error"], old["ordering"]
     if backend.name == "sqlite":
         conn = sqlite3.connect(SQLiteStore.from_url(backend.url).path)
         conn.execute(TABLE_BEFORE_MESSAGES)
@@ -235,6 +252,7 @@ async def test_an_endpoint_stored_before_the_messages_option_takes_all_and_can_c
         assert await store.webhooks.get("wh_1") == endpoint()
         assert [e.messages for e in await store.webhooks.enabled()] == ["all"]
         assert [e.on_client_error for e in await store.webhooks.enabled()] == ["skip"]
+        assert [e.ordering for e in await store.webhooks.enabled()] == ["thread"]
         assert await store.webhooks.update(replace(endpoint(), messages="addressed"))
         assert await store.webhooks.get("wh_1") == replace(endpoint(), messages="addressed")
         await store.webhooks.create(endpoint("wh_2"))  # and new ones are written whole beside it

@@ -229,7 +229,7 @@ class WebhookDeliveries:
             made = [self._delivery(endpoint, e) for e in events if webhooks.takes(endpoint, e)]
             to = inbox.cursor_of(events[-1])
             with worker.slots(len(made)) as free:
-                terms = self._terms(free)
+                terms = self._terms(worker, free)
                 moved, claimed = await store.webhooks.advance_and_claim(endpoint.id, cursor, to, made, terms)
                 self._start(worker, endpoint, claimed)
             left = bool({d.id for d in made} - {d.id for d in claimed})  # for the worker, when it may go
@@ -279,10 +279,10 @@ class WebhookDeliveries:
                 for task in list(worker.in_flight):
                     task.cancel()
 
-    def _terms(self, limit: int) -> Claim:
-        """A claim of at most `limit` deliveries, from now, for this instance's lease."""
+    def _terms(self, worker: _Worker, limit: int) -> Claim:
+        """A claim of at most `limit` deliveries of the worker's endpoint, from now, for this instance's lease."""
         at = time.time()
-        return Claim(self.owner, at, at + self.lease, limit)
+        return Claim(self.owner, at, at + self.lease, limit, worker.endpoint.ordering == "thread")
 
     async def _work_on(self, endpoint_id: str, worker: _Worker) -> None:
         store = self.rt.store.webhooks
@@ -291,13 +291,14 @@ class WebhookDeliveries:
             marked = worker.marked
             try:
                 with worker.slots() as free:
-                    claimed = await store.claim(endpoint_id, self._terms(free)) if free else []
+                    claimed = await store.claim(endpoint_id, self._terms(worker, free)) if free else []
                     if not free or len(claimed) == free:
                         worker.mark()  # there may be more
                     if claimed:
                         self._start(worker, worker.endpoint, claimed)
                         continue
-                due = await store.next_due(endpoint_id) if free else None
+                ordered = worker.endpoint.ordering == "thread"
+                due = await store.next_due(endpoint_id, ordered=ordered) if free else None
                 if free and due is None and worker.marked == marked:
                     worker.backlog = False  # nothing pending, nothing under way
             except Exception:
@@ -336,7 +337,7 @@ class WebhookDeliveries:
         goes_on = delivery.status != "pending" and disable is None and not self._stopping
         try:
             with worker.slots(own=1) as free:
-                terms = self._terms(free if goes_on else 0)
+                terms = self._terms(worker, free if goes_on else 0)
                 kept, claimed = await self.rt.store.webhooks.finish_and_claim(delivery, self.owner, terms)
                 self._start(worker, worker.endpoint, claimed)
             if not kept:

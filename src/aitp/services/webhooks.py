@@ -15,6 +15,10 @@ A receiver's 4xx (but 408, 410, 429) refuses that event: with `on_client_error` 
 delivery fails after `CLIENT_ERROR_ATTEMPTS` of them and its thread's next one goes; with "block" it is
 retried as any failure, holding its thread back. A caller may cancel a pending delivery (its thread goes on),
 and finished deliveries stay in the log for `webhook_retention_days`.
+
+An endpoint's `ordering` "thread" (the default) sends a thread's events one at a time, in order; "none" sends
+any due event (up to the engine's attempts at a time), so a receiver slow to answer does not hold a busy
+thread back, and orders them itself if it must (by the event's cursor).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from aitp.store.webhooks import (
     DeliveryRecord,
     DeliveryStatus,
     EndpointMessages,
+    EndpointOrdering,
     EndpointRecord,
     WebhookSecret,
 )
@@ -138,6 +143,7 @@ async def create_webhook(
     event_types: list[str],
     messages: EndpointMessages = "all",
     on_client_error: ClientErrorPolicy = "skip",
+    ordering: EndpointOrdering = "thread",
     description: str | None = None,
     actor: str | None = None,
     enabled: bool = True,
@@ -157,6 +163,7 @@ async def create_webhook(
         description=description,
         messages=messages,
         on_client_error=on_client_error,
+        ordering=ordering,
     )
     # the count and the insert are one step in the store: concurrent creations (any worker) keep the limit
     if not await rt.store.webhooks.create(endpoint, limit=MAX_ENDPOINTS_PER_ACTOR):
@@ -188,6 +195,7 @@ async def update_webhook(
     event_types: list[str] | Unchanged = UNCHANGED,
     messages: EndpointMessages | Unchanged = UNCHANGED,
     on_client_error: ClientErrorPolicy | Unchanged = UNCHANGED,
+    ordering: EndpointOrdering | Unchanged = UNCHANGED,
     enabled: bool | Unchanged = UNCHANGED,
     description: str | None | Unchanged = UNCHANGED,
 ) -> EndpointRecord:
@@ -202,6 +210,8 @@ async def update_webhook(
         endpoint.messages = messages
     if not isinstance(on_client_error, Unchanged):
         endpoint.on_client_error = on_client_error
+    if not isinstance(ordering, Unchanged):
+        endpoint.ordering = ordering
     if not isinstance(description, Unchanged):
         endpoint.description = description
     if not isinstance(enabled, Unchanged):

@@ -23,6 +23,8 @@ EndpointMessages = Literal["all", "addressed"]
 # what a 4xx answer (but 408, 410 and 429) does to a delivery: "skip" fails it after a few attempts, so its
 # thread goes on; "block" retries it as any failure, holding the thread back (stores written before: "skip")
 ClientErrorPolicy = Literal["skip", "block"]
+# "thread": a thread's deliveries one at a time, in order; "none": any due delivery, whatever its thread
+EndpointOrdering = Literal["thread", "none"]
 
 
 @dataclass
@@ -50,6 +52,7 @@ class EndpointRecord:
     disabled_reason: str | None = None  # why the service disabled it (410, days of failures); None otherwise
     messages: EndpointMessages = "all"
     on_client_error: ClientErrorPolicy = "skip"
+    ordering: EndpointOrdering = "thread"
 
 
 @dataclass
@@ -84,6 +87,7 @@ class Claim:
     now: float
     lease_until: float
     limit: int
+    ordered: bool = True  # only the oldest pending delivery of each thread (the endpoint's ordering "thread")
 
 
 class WebhookStore(abc.ABC):
@@ -130,8 +134,9 @@ class WebhookStore(abc.ABC):
     @abc.abstractmethod
     async def claim(self, endpoint_id: str, terms: Claim) -> list[DeliveryRecord]:
         """Lease at most `terms.limit` deliveries of the endpoint that are due at `terms.now` and unleased (or
-        whose lease ran out), each the oldest pending one of its thread, to `terms.owner` until
-        `terms.lease_until`, counting the attempt. Atomic: two claims never both get one delivery."""
+        whose lease ran out), oldest first, each the oldest pending one of its thread if `terms.ordered`, to
+        `terms.owner` until `terms.lease_until`, counting the attempt. Atomic: two claims never both get one
+        delivery."""
 
     async def advance_and_claim(
         self, endpoint_id: str, after: int, to: int, deliveries: list[DeliveryRecord], claim: Claim
@@ -157,8 +162,9 @@ class WebhookStore(abc.ABC):
         return True, await self.claim(delivery.endpoint_id, claim) if claim.limit else []
 
     @abc.abstractmethod
-    async def next_due(self, endpoint_id: str) -> float | None:
-        """When the endpoint's next pending delivery may be claimed (retry time or lease end); None if none.
+    async def next_due(self, endpoint_id: str, *, ordered: bool = True) -> float | None:
+        """When the endpoint's next pending delivery may be claimed (retry time or lease end; `ordered`: of the
+        threads' oldest ones only, as a claim of `Claim.ordered` takes them); None if none.
         Like `claim`, its cost is that of the pending deliveries: never of the finished ones kept."""
 
     @abc.abstractmethod

@@ -41,6 +41,7 @@ def render(record: EndpointRecord) -> dict[str, Any]:
         "event_types": record.event_types,
         "messages": record.messages,
         "on_client_error": record.on_client_error,
+        "ordering": record.ordering,
         "description": record.description,
         "enabled": record.enabled,
         "created_at": record.created_at,
@@ -86,6 +87,7 @@ async def create_webhook(body: CreateWebhookRequest, rt: RuntimeDep, principal: 
         event_types=list(body.event_types),
         messages=body.messages,
         on_client_error=body.on_client_error,
+        ordering=body.ordering,
         description=body.description,
         actor=body.actor,
         enabled=body.enabled,
@@ -110,7 +112,7 @@ async def get_webhook(webhook_id: str, rt: RuntimeDep, principal: PrincipalDep) 
     "/webhooks/{webhook_id}",
     responses=error_responses(*KEYED, *BODY, 403, 404),
     response_model=Webhook,
-    summary="Change a webhook's URL, event types, messages, description, or enable/disable it",
+    summary="Change a webhook's URL, event types, messages, policies, description, or enable/disable it",
 )
 async def modify_webhook(
     webhook_id: str, body: ModifyWebhookRequest, rt: RuntimeDep, principal: PrincipalDep

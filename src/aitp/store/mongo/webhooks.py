@@ -24,6 +24,7 @@ _MUTABLE = (
     "event_types",
     "messages",
     "on_client_error",
+    "ordering",
     "enabled",
     "description",
     "failing_since",
@@ -39,6 +40,7 @@ def _endpoint(doc: dict[str, Any]) -> EndpointRecord:
     values["secrets"] = [WebhookSecret(**s) for s in doc["secrets"]]
     values["messages"] = doc.get("messages", "all")  # written before endpoints chose: all, as then
     values["on_client_error"] = doc.get("on_client_error", "skip")
+    values["ordering"] = doc.get("ordering", "thread")
     return EndpointRecord(id=doc["_id"], **values)
 
 
@@ -136,10 +138,10 @@ class MongoWebhooks(WebhookStore):
                 return heads
             heads.append(head)
 
-    async def _due_heads(self, endpoint_id: str, now: float, limit: int) -> list[dict[str, Any]]:
-        """At most `limit` due, unleased pending deliveries of the endpoint, each the oldest pending one of its
-        thread, by gid: read from the due ones alone (the pending-by-due index), each checked to be its
-        thread's head by one indexed look for an earlier pending one."""
+    async def _due_heads(self, endpoint_id: str, now: float, limit: int, ordered: bool) -> list[dict[str, Any]]:
+        """At most `limit` due, unleased pending deliveries of the endpoint, each (if `ordered`) the oldest
+        pending one of its thread, by gid: read from the due ones alone (the pending-by-due index), each checked
+        to be its thread's head by one indexed look for an earlier pending one."""
         if limit <= 0:
             return []
         due = self._deliveries.find(
@@ -151,6 +153,8 @@ class MongoWebhooks(WebhookStore):
             },
             {"thread_id": 1, "gid": 1},
         ).sort("gid", ASCENDING)
+        if not ordered:
+            return [doc async for doc in due.limit(limit)]
         heads: list[dict[str, Any]] = []
         looked: set[str] = set()  # threads whose first due delivery was looked at: a later one is no head
         async for doc in due:
@@ -167,7 +171,7 @@ class MongoWebhooks(WebhookStore):
     async def claim(self, endpoint_id: str, terms: Claim) -> list[DeliveryRecord]:
         owner, now, lease_until, limit = terms.owner, terms.now, terms.lease_until, terms.limit
         claimed = []
-        for head in await self._due_heads(endpoint_id, now, limit):
+        for head in await self._due_heads(endpoint_id, now, limit, terms.ordered):
             # taken only if still pending and unleased: of two claimers, one matches
             doc = await self._deliveries.find_one_and_update(
                 {"_id": head["_id"], "status": "pending", "lease_until": {"$lte": now}},
@@ -184,9 +188,13 @@ class MongoWebhooks(WebhookStore):
         done = await self._deliveries.update_one(held, {"$set": {**outcome, "lease_owner": None, "lease_until": 0.0}})
         return done.matched_count > 0
 
-    async def next_due(self, endpoint_id: str) -> float | None:
-        heads = await self._heads(endpoint_id)
-        return min((max(d["next_attempt_at"], d["lease_until"]) for d in heads), default=None)
+    async def next_due(self, endpoint_id: str, *, ordered: bool = True) -> float | None:
+        if ordered:
+            waiting = await self._heads(endpoint_id)
+        else:  # every pending delivery may be next: a cost of those pending, never of the finished ones
+            pending = {"endpoint_id": endpoint_id, "status": "pending"}
+            waiting = [d async for d in self._deliveries.find(pending, {"next_attempt_at": 1, "lease_until": 1})]
+        return min((max(d["next_attempt_at"], d["lease_until"]) for d in waiting), default=None)
 
     async def hasten(self, endpoint_id: str, now: float) -> int:
         waiting = {"endpoint_id": endpoint_id, "status": "pending", "next_attempt_at": {"$gt": now}}

@@ -97,10 +97,13 @@ def _webhook_messages_column(conn: sqlite3.Connection) -> None:
 
 
 def _webhook_client_error_column(conn: sqlite3.Connection) -> None:
-    """Once, on a store written before endpoints chose what a 4xx does: theirs skip (the default)."""
+    """Once, on a store written before endpoints chose what a 4xx does (theirs skip, the default) and their
+    ordering (theirs by thread, the default)."""
     columns = {row["name"] for row in conn.execute("PRAGMA table_info(webhook_endpoints)")}
     if "on_client_error" not in columns:
         conn.execute("ALTER TABLE webhook_endpoints ADD COLUMN on_client_error TEXT NOT NULL DEFAULT 'skip'")
+    if "ordering" not in columns:
+        conn.execute("ALTER TABLE webhook_endpoints ADD COLUMN ordering TEXT NOT NULL DEFAULT 'thread'")
 
 
 def _thread_turn_columns(conn: sqlite3.Connection) -> None:

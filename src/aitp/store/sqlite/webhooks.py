@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS webhook_endpoints (
     failing_since REAL,
     disabled_reason TEXT,
     messages TEXT NOT NULL DEFAULT 'all',
-    on_client_error TEXT NOT NULL DEFAULT 'skip'
+    on_client_error TEXT NOT NULL DEFAULT 'skip',
+    ordering TEXT NOT NULL DEFAULT 'thread'
 );
 CREATE INDEX IF NOT EXISTS webhook_endpoints_by_actor ON webhook_endpoints (actor, id);
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
@@ -85,6 +86,15 @@ DUE_HEADS = (
     + " WHERE d.next_attempt_at <= :now AND d.lease_until <= :now ORDER BY d.gid LIMIT :limit"
 )
 NEXT_DUE = _HEADS.format(columns="MIN(MAX(d.next_attempt_at, d.lease_until))")
+# an endpoint whose ordering is "none": any pending delivery, oldest first (a cost of the pending ones only)
+DUE_ANY = (
+    f"SELECT id FROM {_PENDING} WHERE endpoint_id = :endpoint AND status = 'pending'"
+    " AND next_attempt_at <= :now AND lease_until <= :now ORDER BY gid LIMIT :limit"
+)
+NEXT_DUE_ANY = (
+    f"SELECT MIN(MAX(next_attempt_at, lease_until)) FROM {_PENDING}"
+    " WHERE endpoint_id = :endpoint AND status = 'pending'"
+)
 HASTEN = (
     "UPDATE webhook_deliveries INDEXED BY webhook_deliveries_pending SET next_attempt_at = ?"
     " WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at > ?"
@@ -124,7 +134,7 @@ def _advance(conn: sqlite3.Connection, endpoint_id: str, after: int, to: int, de
 def _claim(conn: sqlite3.Connection, endpoint_id: str, terms: Claim) -> list[DeliveryRecord]:
     owner, now, lease_until, limit = terms.owner, terms.now, terms.lease_until, terms.limit
     values = {"endpoint": endpoint_id, "now": now, "limit": limit}
-    ids = [row[0] for row in conn.execute(DUE_HEADS, values)]
+    ids = [row[0] for row in conn.execute(DUE_HEADS if terms.ordered else DUE_ANY, values)]
     claimed = []
     for found in ids:  # in the same write transaction as the read: no other claim sees them free
         row = conn.execute(
@@ -199,14 +209,15 @@ class SQLiteWebhooks(WebhookStore):
 
     async def update(self, endpoint: EndpointRecord) -> bool:
         update = (
-            "UPDATE webhook_endpoints SET url = ?, event_types = ?, messages = ?, on_client_error = ?, enabled = ?,"
-            " secrets = ?, description = ?, failing_since = ?, disabled_reason = ? WHERE id = ?"
+            "UPDATE webhook_endpoints SET url = ?, event_types = ?, messages = ?, on_client_error = ?, ordering = ?,"
+            " enabled = ?, secrets = ?, description = ?, failing_since = ?, disabled_reason = ? WHERE id = ?"
         )
         values = (
             endpoint.url,
             dumps(endpoint.event_types),
             endpoint.messages,
             endpoint.on_client_error,
+            endpoint.ordering,
             int(endpoint.enabled),
             dumps([asdict(s) for s in endpoint.secrets]),
             endpoint.description,
@@ -262,9 +273,10 @@ class SQLiteWebhooks(WebhookStore):
 
         return await self._engine.write_shared(op)
 
-    async def next_due(self, endpoint_id: str) -> float | None:
+    async def next_due(self, endpoint_id: str, *, ordered: bool = True) -> float | None:
         def op(conn: sqlite3.Connection) -> float | None:
-            due: float | None = conn.execute(NEXT_DUE, {"endpoint": endpoint_id}).fetchone()[0]
+            query = NEXT_DUE if ordered else NEXT_DUE_ANY
+            due: float | None = conn.execute(query, {"endpoint": endpoint_id}).fetchone()[0]
             return due
 
         return await self._engine.run(op)

@@ -23,6 +23,12 @@ ON_CLIENT_ERROR = (
     " up to a day), holding its thread's later events back."
 )
 ClientErrorPolicy = Literal["skip", "block"]
+ORDERING = (
+    "`thread` (default): a thread's events are sent one at a time, in order, each once the previous one is"
+    " delivered (or given up); `none`: up to 8 at a time whatever their thread, so a receiver slow to answer"
+    " does not hold a busy thread back; they may then arrive out of order (each carries its `cursor`)."
+)
+Ordering = Literal["thread", "none"]
 DeliveryStatus = Literal["pending", "succeeded", "failed", "canceled"]
 
 
@@ -32,6 +38,7 @@ class CreateWebhookRequest(BaseModel):
     event_types: list[EventType] = Field(default_factory=list, description=EVENT_TYPES)
     messages: Messages = Field("all", description=MESSAGES)
     on_client_error: ClientErrorPolicy = Field("skip", description=ON_CLIENT_ERROR)
+    ordering: Ordering = Field("thread", description=ORDERING)
     description: str | None = Field(None, max_length=512)
     enabled: bool = Field(True, strict=True)
     actor: str | None = Field(
@@ -48,6 +55,7 @@ class ModifyWebhookRequest(BaseModel):
     event_types: list[EventType] = Field(None, description=EVENT_TYPES)
     messages: Messages = Field(None, description=MESSAGES)
     on_client_error: ClientErrorPolicy = Field(None, description=ON_CLIENT_ERROR)
+    ordering: Ordering = Field(None, description=ORDERING)
     description: str | None = Field(None, max_length=512)
     enabled: bool = Field(None, strict=True)
 
@@ -60,6 +68,7 @@ class Webhook(BaseModel):
     event_types: list[str] = Field(description=EVENT_TYPES)
     messages: Messages = Field(description=MESSAGES)
     on_client_error: ClientErrorPolicy = Field(description=ON_CLIENT_ERROR)
+    ordering: Ordering = Field(description=ORDERING)
     description: str | None
     enabled: bool
     created_at: int

@@ -80,6 +80,11 @@ class _Worker:
         self.marked += 1
 
     @property
+    def ordered(self) -> bool:
+        """Whether its endpoint takes a thread's deliveries one at a time, in order."""
+        return self.endpoint.ordering == "thread"
+
+    @property
     def tasks(self) -> list[asyncio.Task[Any]]:
         return [self.task, *self.in_flight]
 
@@ -282,7 +287,7 @@ class WebhookDeliveries:
     def _terms(self, worker: _Worker, limit: int) -> Claim:
         """A claim of at most `limit` deliveries of the worker's endpoint, from now, for this instance's lease."""
         at = time.time()
-        return Claim(self.owner, at, at + self.lease, limit, worker.endpoint.ordering == "thread")
+        return Claim(self.owner, at, at + self.lease, limit, worker.ordered)
 
     async def _work_on(self, endpoint_id: str, worker: _Worker) -> None:
         store = self.rt.store.webhooks
@@ -297,8 +302,7 @@ class WebhookDeliveries:
                     if claimed:
                         self._start(worker, worker.endpoint, claimed)
                         continue
-                ordered = worker.endpoint.ordering == "thread"
-                due = await store.next_due(endpoint_id, ordered=ordered) if free else None
+                due = await store.next_due(endpoint_id, ordered=worker.ordered) if free else None
                 if free and due is None and worker.marked == marked:
                     worker.backlog = False  # nothing pending, nothing under way
             except Exception:

@@ -85,8 +85,12 @@ def shop(client: AitpClient, catalog: tuple[Product, ...] = CATALOG, cursor_file
         decision = incoming.payload
         if not await incoming.find("request_decision", sender=agent.actor, id=decision.get("request_decision_id")):
             return  # a decision on another actor's request
-        # the service has checked that every chosen option was offered in that request
-        lines = [(products[o["id"]], Decimal(str(o.get("quantity", 1)))) for o in decision["options"]]
+        # the service has checked that every chosen option was offered in that request; a request of the shop's
+        # that offered other things than socks (or a catalog changed since) is not this handler's to quote
+        chosen = [o for o in decision["options"] if o["id"] in products]
+        if not chosen:
+            return
+        lines = [(products[o["id"]], Decimal(str(o.get("quantity", 1)))) for o in chosen]
         if any(quantity <= 0 for _, quantity in lines):
             await incoming.reply("Quantities must be positive; please choose again.")
             return

@@ -34,7 +34,15 @@ calls a handler per capability message type (with the validated payload) and rep
         print(incoming.sender, incoming.payload["options"])
         await incoming.reply("Noted.")
 
-    await agent.run()  # resumes after the saved cursor, else starts at the inbox's end
+    @agent.on_arrival  # a thread another actor opened with the agent in it (or added it to)
+    async def greet(arrival: Arrival) -> None:
+        await arrival.reply(f"Hello {arrival.creator}!")
+
+    @agent.on_error  # what a handler raised, logged already; the event is tried again, then skipped
+    async def alert(error: Exception, event: InboxEvent) -> None:
+        ...
+
+    await agent.run()  # resumes after the saved cursor, else starts at the inbox's end; never dies of a handler
 
 `capability_payloads(message)` reads any message's capability messages (type, version, payload) as the
 server validated them; `client.me()` says who the key acts as. See docs/agents.md.
@@ -73,7 +81,7 @@ from aitp.bindings.openai_threads.models import (
     ThreadCapabilities,
 )
 from aitp.bindings.openai_threads.models.messages import AitpPart, ImageFilePart, ImageUrlPart, TextPart
-from aitp.client._agent import Agent, Incoming
+from aitp.client._agent import Agent
 from aitp.client._client import AitpClient, Order
 from aitp.client._content import ActorSpec, MessageContent, PartInput, capability_text
 from aitp.client._errors import (
@@ -88,6 +96,7 @@ from aitp.client._errors import (
     Unauthenticated,
     Unprocessable,
 )
+from aitp.client._incoming import Arrival, Incoming
 from aitp.client._payloads import CapabilityPayload, capability_payloads, plain_text
 from aitp.client._sign_in import PrivateKey, sign_in_proof
 from aitp.client._stream import LiveStream, Reconnect
@@ -104,6 +113,7 @@ __all__ = [
     "Reconnect",
     # agents
     "Agent",
+    "Arrival",
     "Incoming",
     "CapabilityPayload",
     "capability_payloads",

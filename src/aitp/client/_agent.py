@@ -2,6 +2,10 @@
 
     agent = Agent(client, capabilities=[DECISIONS])  # declared in every thread the agent joins
 
+    @agent.on_arrival
+    async def greet(arrival: Arrival) -> None:  # a thread another actor opened with the agent in it
+        await arrival.reply(f"Hello {arrival.creator}, what are you looking for?")
+
     @agent.on("request_decision")
     async def choose(incoming: Incoming) -> None:
         first = incoming.payload["options"][0]
@@ -10,96 +14,60 @@
 
     await agent.run()
 
-Events are handled one at a time, in inbox order. Messages the agent wrote itself are skipped. A refusal
-(`AitpError`) raised by a handler is logged and the loop goes on; any other exception ends `run`.
+Events are handled one at a time, in inbox order. Messages the agent wrote itself are skipped.
+
+An agent does not die of what one event does (as Slack Bolt's apps do not): a handler that raises is
+logged with the event's thread and cursor, the `on_error` handlers are called, and the event is handled
+again up to `attempts` times in all (a refusal, `AitpError` 4xx, once: it would be refused again), then
+skipped; with a `cursor_file` the attempts are counted across restarts too (an event whose handling kills
+the process is skipped after as many restarts). While the server cannot be
+reached (it restarts, it is not up yet: connection errors, 502/503/504, 429) the same call is made again
+with `reconnect`'s backoff, counted as no failure: replies are idempotent, so they arrive once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
+
+import httpx
 
 from aitp.bindings.openai_threads.models import InboxEvent, Message, SchemaDeclaration
 from aitp.client._client import AitpClient
-from aitp.client._content import MessageContent
 from aitp.client._errors import AitpError
-from aitp.client._payloads import CapabilityPayload, capability_payloads, plain_text
+from aitp.client._incoming import Arrival, Incoming, arrival
+from aitp.client._payloads import capability_payloads, plain_text
 from aitp.client._stream import Reconnect
 
 log = logging.getLogger("aitp.agent")
 
 # events that may add the agent to a thread: its declarations are checked then
 JOINS = frozenset({"thread.created", "thread.actor.joined"})
+# answers that say the server cannot answer now, not that the request is wrong: the same call may work later
+UNAVAILABLE = frozenset({429, 502, 503, 504})
+RETRY_DELAY = 1.0  # seconds before a failed event is handled again, doubling with each failure
 
 H = TypeVar("H", bound=Callable[..., Awaitable[object]])
+T = TypeVar("T")
+ErrorHandler = Callable[[Exception, InboxEvent], Awaitable[object]]
 
 
-@dataclass
-class Incoming:
-    """A message another actor posted, with the capability message its handler was chosen for
-    (`part`; None for a text handler)."""
+def unreachable(error: BaseException) -> bool:
+    """Whether `error` says the server could not be reached or could not answer now (down, restarting,
+    overloaded), unlike a bug in a handler or a refusal of what it asked."""
+    if isinstance(error, httpx.TransportError | ConnectionError):
+        return True
+    return isinstance(error, AitpError) and error.status in UNAVAILABLE
 
-    agent: Agent
-    event: InboxEvent
-    message: Message
-    part: CapabilityPayload | None
-    _replies: int = field(default=0, repr=False)
 
-    @property
-    def thread_id(self) -> str:
-        return self.message.thread_id
-
-    @property
-    def sender(self) -> str:
-        """The actor that wrote the message."""
-        return self.message.metadata["actor"]
-
-    @property
-    def payload(self) -> Any:
-        """The capability message's value under its type (`request_decision`, `quote`, ...); None for text."""
-        return self.part.payload if self.part is not None else None
-
-    @property
-    def text(self) -> str:
-        """The message's plain text parts."""
-        return plain_text(self.message)
-
-    def timestamp(self, later: timedelta = timedelta(0)) -> str:
-        """The message's creation time plus `later`, as AITP payloads write times (`2025-02-25T08:32:15Z`):
-        a time a reply can carry and still be the same when the event is handled again."""
-        return (datetime.fromtimestamp(self.message.created_at, UTC) + later).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-    async def reply(self, content: MessageContent, *, metadata: dict[str, str] | None = None) -> Message:
-        """Post `content` in the thread, as `create_message` does, with an `Idempotency-Key` made of the message
-        answered and the reply's number: handling the same event again (after a restart) posts nothing twice.
-        So make a reply depend only on the event (ids derived from it, not random): a retry with other
-        content under the same key is refused (422 `idempotency_key_reused`). Its `metadata.reply_to` names the
-        message answered (so an A2A client's task that asked it gets this answer, whatever else is waiting)."""
-        self._replies += 1
-        where = self.part.index if self.part is not None else "text"
-        key = f"aitp-reply:{self.message.id}:{where}:{self._replies}"
-        metadata = {"reply_to": self.message.id, **(metadata or {})}
-        return await self.agent.client.create_message(self.thread_id, content, metadata=metadata, idempotency_key=key)
-
-    async def find(self, type: str, *, sender: str | None = None, **fields: Any) -> CapabilityPayload | None:
-        """The newest `type` capability message of the thread (written by `sender`, if given) whose payload has
-        these field values, e.g. `await incoming.find("quote", sender=me, quote_id=paid["quote_id"])`."""
-        async for message in self.agent.client.iter_messages(self.thread_id, order="desc"):
-            if sender is not None and message.metadata.get("actor") != sender:
-                continue
-            for found in capability_payloads(message):
-                payload = found.payload
-                if found.type != type or not isinstance(payload, dict):
-                    continue
-                if all(payload.get(k) == v for k, v in fields.items()):
-                    return found
-        return None
+def refused(error: BaseException) -> bool:
+    """Whether the server refused what a handler asked (4xx): asking again would be refused again."""
+    return isinstance(error, AitpError) and error.status < 500 and error.status not in UNAVAILABLE
 
 
 class Agent:
@@ -107,7 +75,8 @@ class Agent:
 
     `capabilities` (schema URLs) are declared for the agent in every thread it joins, next to what it
     already declares there. With `cursor_file`, the position of the last event handled is written there
-    after each event and `run` resumes after it.
+    after each event (and the attempts at the next one) and `run` resumes after it. An event
+    whose handler fails is handled `attempts` times in all, then skipped (see the module's doc).
     """
 
     def __init__(
@@ -117,17 +86,22 @@ class Agent:
         capabilities: list[str] | tuple[str, ...] = (),
         cursor_file: str | os.PathLike[str] | None = None,
         reconnect: Reconnect | None = None,
+        attempts: int = 3,
     ) -> None:
         self.client = client
         self.capabilities = list(capabilities)
         self.cursor_file = Path(cursor_file) if cursor_file is not None else None
         # ride out a server restart or an outage of several minutes before giving up
         self.reconnect = reconnect or Reconnect(max_attempts=120)
+        self.attempts = max(attempts, 1)
         self.actor: str | None = None  # learnt from `client.me()` on the first event
         self.cursor: int | None = None  # the inbox cursor of the last event handled
         self._types: dict[tuple[str | None, str], Callable[[Incoming], Awaitable[object]]] = {}
         self._text: list[Callable[[Incoming], Awaitable[object]]] = []
         self._events: dict[str, list[Callable[[InboxEvent], Awaitable[object]]]] = {}
+        self._arrivals: list[Callable[[Arrival], Awaitable[object]]] = []
+        self._errors: list[ErrorHandler] = []
+        self._started: tuple[int, int] | None = None  # (cursor, attempts started) of the event being handled
         self._stopping = False
 
     # ------------------------------------------------------------------------------ registering
@@ -157,6 +131,20 @@ class Agent:
 
         return register
 
+    def on_arrival(self, handler: H) -> H:
+        """Decorate a handler of the threads another actor brings the agent into (it opened one with the
+        agent in it, or added the agent to one): a customer arrived. It gets an `Arrival` (`creator`,
+        `actors`, `reply`)."""
+        self._arrivals.append(handler)
+        return handler
+
+    def on_error(self, handler: H) -> H:
+        """Decorate a handler of what another handler raised, `handler(error, event)`: called once the error is
+        logged, before the event is handled again or skipped (to alert, count, or tell the other actor). What
+        it raises itself is logged and goes no further."""
+        self._errors.append(handler)
+        return handler
+
     # ---------------------------------------------------------------------------------- running
 
     def stop(self) -> None:
@@ -165,8 +153,9 @@ class Agent:
 
     async def run(self, after: int | None = None) -> None:
         """Handle every inbox event after cursor `after` (default: the one saved in `cursor_file`, else the
-        inbox's end now, so history is not answered again), then live ones, until a handler calls `stop`."""
-        identity = await self.client.me()
+        inbox's end now, so history is not answered again), then live ones, until a handler calls `stop`.
+        A server not up yet is waited for (`reconnect`), as a restart later is."""
+        identity = await self._when_reachable(self.client.me, "reading who the key acts as")
         self.actor = identity.id
         if after is None:
             after = self._saved_cursor()
@@ -176,14 +165,57 @@ class Agent:
         log.info("%s: following the inbox after cursor %d", self.actor, after)
         async with contextlib.aclosing(self.client.inbox(after=after, reconnect=self.reconnect)) as inbox:
             async for event in inbox:
-                try:
-                    await self.handle(event)
-                except AitpError as error:  # refused (e.g. the thread went away meanwhile): the next may work
-                    log.warning("thread %s: event %d: %s", event.thread_id, event.cursor, error)
+                await self._handle_or_skip(event)
                 self._save_cursor(event.cursor)
                 if self._stopping:
                     self._stopping = False
                     return
+
+    async def _handle_or_skip(self, event: InboxEvent) -> None:
+        """`handle` the event until it succeeds, is refused, or `attempts` attempts were made (then skipped).
+        Attempts are counted as they start, and kept in `cursor_file`: an event whose handling kills the
+        process (not only one that raises) is skipped after as many restarts."""
+        started = self._started[1] if self._started is not None and self._started[0] == event.cursor else 0
+        where = f"thread {event.thread_id}: event {event.cursor} ({event.type})"
+        while started < self.attempts:
+            started += 1
+            self._save_started(event.cursor, started)
+            try:
+                await self._when_reachable(lambda: self.handle(event), where)
+                return
+            except Exception as error:
+                if refused(error):
+                    log.warning("%s: refused: %s", where, error)
+                else:
+                    log.exception("%s: a handler failed (attempt %d of %d)", where, started, self.attempts)
+                await self._report(error, event)
+                if refused(error):
+                    return
+            if started < self.attempts:
+                await asyncio.sleep(RETRY_DELAY * 2 ** (started - 1))
+        log.error("%s: skipped after %d failed attempts", where, started)
+
+    async def _report(self, error: Exception, event: InboxEvent) -> None:
+        for on_error in self._errors:
+            try:
+                await on_error(error, event)
+            except Exception:
+                log.exception("thread %s: event %d: the error handler failed", event.thread_id, event.cursor)
+
+    async def _when_reachable(self, call: Callable[[], Awaitable[T]], doing: str) -> T:
+        """`call()`, made again while the server cannot be reached or answer (per `reconnect`'s backoff and
+        attempts): the server restarting, or not started yet."""
+        failed = 0
+        while True:
+            try:
+                return await call()
+            except Exception as error:
+                if not unreachable(error) or failed >= self.reconnect.max_attempts:
+                    raise
+                failed += 1
+                delay = min(self.reconnect.initial_delay * 2 ** (failed - 1), self.reconnect.max_delay)
+                log.warning("%s: the server cannot answer now (%s); trying again in %.1f s", doing, error, delay)
+                await asyncio.sleep(delay)
 
     async def handle(self, event: InboxEvent) -> None:
         """Call the handlers one inbox event asks for."""
@@ -191,8 +223,13 @@ class Agent:
             self.actor = (await self.client.me()).id
         for on_event in self._events.get(event.type, ()):
             await on_event(event)
-        if event.type in JOINS and self.capabilities:
-            await self._declare(event)
+        if event.type in JOINS:
+            if self.capabilities:
+                await self._declare(event)
+            arrived = await arrival(self, event, self.actor) if self._arrivals else None
+            if arrived is not None:
+                for handler in self._arrivals:
+                    await handler(arrived)
         elif event.type == "thread.message.created":
             message = Message.model_validate(event.data)
             if message.metadata.get("actor") != self.actor:
@@ -229,15 +266,29 @@ class Agent:
     # ---------------------------------------------------------------------------------- cursor
 
     def _saved_cursor(self) -> int | None:
+        """The cursor saved in `cursor_file` (None without one), and the attempts of the event after it."""
         if self.cursor_file is None or not self.cursor_file.exists():
             return None
-        return int(self.cursor_file.read_text().strip())
+        cursor, *rest = self.cursor_file.read_text().split("\n")
+        started = rest[0].split() if rest else []
+        if len(started) == 3 and started[0] == "attempts":
+            self._started = (int(started[1]), int(started[2]))
+        return int(cursor.strip())
 
     def _save_cursor(self, cursor: int) -> None:
-        self.cursor = cursor
+        self.cursor, self._started = cursor, None
+        self._write(f"{cursor}\n")
+
+    def _save_started(self, cursor: int, attempts: int) -> None:
+        """Keep how many attempts the event at `cursor` has had, so a restart does not start its count again."""
+        self._started = (cursor, attempts)
+        if self.cursor is not None:
+            self._write(f"{self.cursor}\nattempts {cursor} {attempts}\n")
+
+    def _write(self, text: str) -> None:
         if self.cursor_file is None:
             return
         # written whole or not at all: a crash mid-write must not leave a cursor that cannot be read
         partial = self.cursor_file.with_name(self.cursor_file.name + ".partial")
-        partial.write_text(f"{cursor}\n")
+        partial.write_text(text)
         os.replace(partial, self.cursor_file)

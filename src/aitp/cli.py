@@ -15,7 +15,7 @@ from aitp import cli_identity, redaction
 from aitp.auth import expired
 from aitp.config import Settings
 from aitp.serving import uvicorn_options as uvicorn_options  # re-exported: tests and benchmarks use it
-from aitp.store import Store, in_memory, open_store
+from aitp.store import Store, StoreError, in_memory, opened, store_exists
 from aitp.store.keys import KeyRecord
 
 T = TypeVar("T")
@@ -23,8 +23,7 @@ T = TypeVar("T")
 
 def _with_store(settings: Settings, fn: Callable[[Store], Awaitable[T]]) -> T:
     async def run() -> T:
-        store = open_store(settings.store_url)
-        await store.open()
+        store = await opened(settings.store_url)
         try:
             return await fn(store)
         finally:
@@ -46,6 +45,9 @@ def serve(settings: Settings, workers: int = 1) -> int:
             file=sys.stderr,
         )
         return 2
+    # a MongoDB that does not answer is said in one line now, after 5 s, rather than as the server's start-up
+    # traceback after 30 s (with AITP_ADMIN_KEY set nothing else reaches the store before the server starts)
+    asyncio.run(store_exists(settings.store_url))
     serving.configure_logging()
     from aitp.services.keys import ensure_admin_key
 
@@ -104,7 +106,7 @@ def admin_command(settings: Settings, args: argparse.Namespace) -> int:
     from aitp.auth import authenticate
     from aitp.errors import Unauthenticated
 
-    if not asyncio.run(open_store(settings.store_url).exists()):
+    if not asyncio.run(store_exists(settings.store_url)):
         print(f"aitp: there is no store at {settings.store_url} (looked from {Path.cwd()}).", file=sys.stderr)
         return 1
     admin_key = settings.admin_key or _read_key()
@@ -133,11 +135,7 @@ def _print_key(key: KeyRecord) -> None:
 def _store_refusal(settings: Settings, args: argparse.Namespace) -> str | None:
     """Why a key command must not go on: its store does not exist, so it cannot be the one a server
     uses, and only `keys create --create-store` may create one. None when it may go on."""
-
-    async def exists() -> bool:
-        return await open_store(settings.store_url).exists()
-
-    if asyncio.run(exists()):
+    if asyncio.run(store_exists(settings.store_url)):
         return None
     if getattr(args, "create_store", False):
         print(f"aitp: creating a new store at {settings.store_url}", file=sys.stderr)
@@ -260,16 +258,26 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+def _store_command(settings: Settings, args: argparse.Namespace) -> int:
+    """A command on the store (`serve`, `keys`, `admin`), its store named by --store or AITP_STORE."""
+    settings = settings.with_overrides(store_url=getattr(args, "store", None))
+    try:
+        if args.command == "serve":
+            return serve(settings.with_overrides(host=args.host, port=args.port), args.workers)
+        if args.command == "keys":
+            return keys_command(settings, args)
+        return admin_command(settings, args)
+    except StoreError as error:  # a mistyped URL, a MongoDB that does not answer: one line, no traceback
+        print(f"aitp: {error}", file=sys.stderr)
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The `aitp` command; its exit status."""
     args = parser().parse_args(argv)
     settings = Settings.from_env()
-    store_url = getattr(args, "store", None)
-    if args.command == "serve":
-        return serve(settings.with_overrides(host=args.host, port=args.port, store_url=store_url), args.workers)
-    if args.command == "keys":
-        return keys_command(settings.with_overrides(store_url=store_url), args)
-    if args.command == "admin":
-        return admin_command(settings.with_overrides(store_url=store_url), args)
+    if args.command in ("serve", "keys", "admin"):
+        return _store_command(settings, args)
     if args.command == "identity":
         return cli_identity.identity_command(args)
     return schemas_command(args)

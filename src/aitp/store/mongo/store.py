@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -13,7 +14,9 @@ from urllib.parse import urlsplit
 from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import OperationFailure, PyMongoError
+from pymongo.uri_parser import parse_uri
 
+from aitp.redaction import redact
 from aitp.store.base import (
     ActorRecord,
     CapabilityRef,
@@ -82,7 +85,18 @@ class MongoStore(Store):
 
     @classmethod
     def from_url(cls, url: str) -> MongoStore:
-        """The database name comes from the URL path; `aitp` when there is none."""
+        """The database name comes from the URL path; `aitp` when there is none. A `mongodb://` URL the driver
+        cannot read is a ValueError saying why (a `mongodb+srv://` one is read when the store opens: reading
+        it takes a DNS lookup)."""
+        if url.startswith("mongodb://"):
+            try:
+                with warnings.catch_warnings():  # an unknown option only warns, as the client warns when it opens
+                    warnings.simplefilter("ignore")
+                    parse_uri(url, warn=True)
+            except (ValueError, PyMongoError) as error:
+                raise ValueError(
+                    f"MongoDB URL {redact(url)!r}: {error} (a valid one: mongodb://host:27017/aitp?replicaSet=rs0)"
+                ) from error
         path = urlsplit(url).path.strip("/")
         return cls(url, path or "aitp")
 

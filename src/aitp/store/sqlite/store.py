@@ -142,8 +142,15 @@ class SQLiteStore(Store):
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
         """`sqlite:///relative/path.db`, `sqlite:////absolute/path.db` or `sqlite:///:memory:`, optionally
-        with `?synchronous=full` (the default) or `?synchronous=normal`."""
+        with `?synchronous=full` (the default) or `?synchronous=normal`; any other URL is a ValueError saying
+        what is wrong and what to write."""
+        slashes = "three slashes before a relative path, four before an absolute one: sqlite:////var/lib/aitp/aitp.db"
         parts = urlsplit(url)
+        if parts.netloc:  # `sqlite://x.db`: x.db reads as a host, and a file has none; whatever was meant, say how
+            raise ValueError(
+                f"sqlite URL {url!r} has two slashes, so {parts.netloc!r} reads as a host name, which a SQLite "
+                f"file has not: write sqlite:///{parts.netloc}{parts.path} ({slashes})"
+            )
         options = parse_qs(parts.query, keep_blank_values=True)
         unknown = sorted(set(options) - {"synchronous"})
         if unknown:
@@ -151,13 +158,13 @@ class SQLiteStore(Store):
         synchronous = options.get("synchronous", [DEFAULT_SYNCHRONOUS])[-1].lower()
         if synchronous not in SYNCHRONOUS_MODES:
             raise ValueError(f"sqlite URL {url!r}: synchronous must be full or normal, not {synchronous!r}")
-        path = unquote(parts.netloc + parts.path)
+        path = unquote(parts.path)
         if path.startswith("/") and not path.startswith("//") and not url.startswith("sqlite:////"):
             path = path[1:]  # sqlite:///x.db is relative, as in SQLAlchemy
         if url.startswith("sqlite:////"):
             path = "/" + path.lstrip("/")
-        if not path:
-            raise ValueError(f"sqlite URL {url!r} names no file")
+        if not path or path.endswith("/"):
+            raise ValueError(f"sqlite URL {url!r} names no file: write sqlite:///aitp-data/aitp.db ({slashes})")
         return cls(path, synchronous=synchronous)
 
     @property

@@ -2,6 +2,7 @@
 cheapest product offered and exits once the shop confirms the payment (printing the confirmation).
 
     python examples/user_agent.py --url http://127.0.0.1:8000 --key $(aitp keys create --actor user.near)
+    AITP_URL=http://127.0.0.1:8000 AITP_KEY=... python examples/user_agent.py     # the same, from the environment
 
     a products request_decision       -> decision: the cheapest option, --quantity of it
     a quote                           -> payment of its first payment option (no real transfer is made)

@@ -2,9 +2,13 @@
 
     AITP_WEBHOOK_SECRET=whsec_... uvicorn examples.webhook_receiver:app --port 9000
 
-Register it first (`POST /v1/webhooks {"url": "https://your.host/"}` with the actor's key; the answer's
-`secret` is shown once). A delivery is answered 204 once handled (the service retries anything else, so
-the same event may come again: its `webhook-id` tells), 401 when its signature does not check out.
+Register it first with the key of the actor whose inbox it receives (the answer's `secret` is shown once):
+
+    curl -sS "$AITP_URL/v1/webhooks" -H "Authorization: Bearer $AITP_KEY" -H 'content-type: application/json' \
+      -d '{"url": "https://your.host/"}'
+
+A delivery is answered 204 once handled (the service retries anything else, so the same event may come
+again: its `webhook-id` tells), 401 when its signature does not check out.
 """
 
 from __future__ import annotations

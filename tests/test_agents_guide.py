@@ -1,10 +1,12 @@
 """docs/agents.md runs as written: each `<!-- run: NAME -->` block against a real `aitp serve` (Python blocks
-with this interpreter, shell blocks with bash), with the environment the guide asks for (`AITP`,
-`USER_KEY`, `SHOP_KEY`), and prints what the guide says it prints."""
+with this interpreter, shell blocks with bash), with the environment the guide asks for (`AITP_URL`,
+`AITP_KEY`, and `USER_KEY`, `SHOP_KEY` for the blocks that play both actors), and prints what the guide says
+it prints. The guide, the README and the examples name the server and a key alike."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -48,7 +50,8 @@ def test_the_guide_is_linked_from_the_readme_and_every_block_is_checked() -> Non
 
 @pytest.mark.parametrize("name", sorted(PRINTS))
 def test_guide_block(name: str, live_server: ServerProcess, tmp_path: Path) -> None:
-    env = {**os.environ, "AITP": live_server.base_url, **actor_keys(live_server.base_url, ADMIN_KEY)}
+    keys = actor_keys(live_server.base_url, ADMIN_KEY)
+    env = {**os.environ, "AITP_URL": live_server.base_url, **keys, "AITP_KEY": keys["USER_KEY"]}  # as the set-up
     result = subprocess.run(
         command(BLOCKS[name]),
         env=env,
@@ -62,3 +65,15 @@ def test_guide_block(name: str, live_server: ServerProcess, tmp_path: Path) -> N
     lines = iter(result.stdout.splitlines())
     for expected in PRINTS[name]:  # each in order: consumes the output up to it
         assert any(expected in line for line in lines), f"{expected!r} not printed in order:\n{result.stdout}"
+
+
+# the server's address read as `AITP` ($AITP, ${AITP:-...}, environ["AITP"]) instead of `AITP_URL`
+OLD_SERVER_NAME = re.compile(r"""\$\{?AITP(?![A-Za-z0-9_])|["']AITP["']|^AITP=""", re.M)
+
+
+def test_the_docs_and_examples_name_the_server_aitp_url() -> None:
+    """One set of names for a reader to export: `AITP_URL` for the server (and `AITP_KEY` for a key)."""
+    paths = [ROOT / "README.md", GUIDE, ROOT / "examples" / "README.md", *sorted((ROOT / "examples").glob("*.py"))]
+    for path in paths:
+        found = OLD_SERVER_NAME.search(path.read_text())
+        assert found is None, f"{path.relative_to(ROOT)} reads the server from {found[0]!r}: use AITP_URL"

@@ -76,8 +76,16 @@ def test_the_readme_marks_both_tours() -> None:
 
 def test_curl_tour(live_server: ServerProcess) -> None:
     # `bash -e`: a step that fails (curl --fail-with-body on a 4xx) ends the tour with its error printed
-    result = run(command(TOURS["curl"]), {"AITP": live_server.base_url, "ADMIN": ADMIN_KEY})
-    assert '"object":"thread.message"' in result.stdout
+    result = run(command(TOURS["curl"]), {"AITP_URL": live_server.base_url, "ADMIN": ADMIN_KEY})
+    # each answer on a line of its own: the contact policy, two messages, the thread's messages and events
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a["object"] for a in answers] == [
+        "actor.contact_policy",
+        "thread.message",
+        "thread.message",
+        "list",
+        "list",
+    ]
     assert_the_socks_conversation(live_server, chosen="blue")
 
 
@@ -89,7 +97,7 @@ def test_curl_tour_says_what_it_needs() -> None:
 
 def test_openai_sdk_tour(live_server: ServerProcess) -> None:
     keys = actor_keys(live_server.base_url, ADMIN_KEY)
-    result = run(command(TOURS["openai"]), {"AITP": live_server.base_url, **keys})
+    result = run(command(TOURS["openai"]), {"AITP_URL": live_server.base_url, **keys})
     assert result.stdout.splitlines()[0] == "user.near user I would like to buy some socks"
     assert result.stdout.splitlines()[-1].startswith("user.near user {")
     assert_the_socks_conversation(live_server, chosen="red")
@@ -97,7 +105,7 @@ def test_openai_sdk_tour(live_server: ServerProcess) -> None:
 
 def test_conversations_tour(live_server: ServerProcess) -> None:
     keys = actor_keys(live_server.base_url, ADMIN_KEY)
-    result = run(command(TOURS["conversations"]), {"AITP": live_server.base_url, **keys})
+    result = run(command(TOURS["conversations"]), {"AITP_URL": live_server.base_url, **keys})
     assert result.stdout.splitlines()[0] == "user.near user I would like to buy some socks"
     assert result.stdout.splitlines()[-1].startswith("user.near user {")
     assert_the_socks_conversation(live_server, chosen="blue")  # read back through the Threads routes

@@ -150,7 +150,7 @@ async def test_members_see_the_refusal_live(server: ServerProcess) -> None:
                 await shop.create_message(thread.id, ["Red?", REQUEST])
             assert over_http.value.unsupported_by == ["user.near"] and over_http.value.param == "content[1].$schema"
             seen = await refusals(feed)
-        async with contextlib.aclosing(user.inbox()) as following:
+        async with contextlib.aclosing(user.inbox(after=0)) as following:  # the refusals made above
             inbox = await refusals(following)
 
     assert [(e.type, e.data["actor"], e.data["param"]) for e in seen] == [

@@ -211,7 +211,9 @@ async def test_refusals_raise_typed_errors(clients: Clients, server: ServerProce
             await asyncio.wait_for(anext(stranger.events(thread.id)), WAIT)
         assert refused.value.status == 401
         with pytest.raises(Unauthenticated):
-            await asyncio.wait_for(anext(stranger.inbox()), WAIT)
+            await asyncio.wait_for(anext(stranger.inbox(after=0)), WAIT)  # refused at the socket's upgrade
+        with pytest.raises(Unauthenticated):
+            await asyncio.wait_for(anext(stranger.inbox()), WAIT)  # refused asking where the inbox ends
 
 
 async def test_it_gives_up_after_the_configured_failed_connects(caplog: pytest.LogCaptureFixture) -> None:
@@ -230,7 +232,7 @@ async def test_the_inbox_follows_threads_the_caller_is_added_to(clients: Clients
     alice = await clients.actor("alice")
     bob = await clients.actor("bob")
     first = await alice.create_thread(actors=["bob"])
-    async with aclosing(bob.inbox()) as inbox:
+    async with aclosing(bob.inbox(after=0)) as inbox:
         [created] = await take(inbox, 1)
         assert (created.type, created.thread_id) == ("thread.created", first.id)
         second = await alice.create_thread(actors=["bob"])  # one connection follows new threads too
@@ -250,6 +252,32 @@ async def test_the_inbox_follows_threads_the_caller_is_added_to(clients: Clients
         assert await take(resumed, 2) == events[1:]
     page = await bob.list_inbox(after=cursors[0], limit=2)
     assert page.data == events[:2] and page.has_more and page.last_cursor == cursors[2]
+
+
+async def test_the_inbox_starts_at_its_end_unless_told_where_to_start(clients: Clients) -> None:
+    """Without `after`, the inbox starts where it ends when iteration starts, as `Agent.run()` does: a
+    program started again is not handed the past to answer again. `after=0` replays it all."""
+    alice = await clients.actor("alice")
+    bob = await clients.actor("bob")
+    thread = await alice.create_thread(actors=["bob"], messages=["before"])
+    past = await bob.list_inbox()
+
+    async def keep_posting() -> None:  # until bob reads one: whenever the inbox started, one comes after
+        while True:
+            await alice.create_message(thread.id, "after")
+            await asyncio.sleep(0.1)
+
+    posting = asyncio.create_task(keep_posting())
+    try:
+        async with aclosing(bob.inbox()) as inbox:
+            [first] = await take(inbox, 1)
+    finally:
+        posting.cancel()
+        await asyncio.gather(posting, return_exceptions=True)
+    assert [text_of(e) for e in past.data] == [None, "before"]
+    assert first.cursor > past.data[-1].cursor and text_of(first) == "after"
+    async with aclosing(bob.inbox(after=0)) as replayed:
+        assert await take(replayed, 2) == past.data
 
 
 # --------------------------------------------------------------------------------------------- posts

@@ -19,7 +19,7 @@ close, so every event arrives once, in order; `stream` also posts on the same so
 
     async for event in client.events(thread.id, after=0):  # ends when the thread is deleted
         print(event.seq, event.type)
-    async for event in client.inbox():  # every thread the key's actor is in, new ones included
+    async for event in client.inbox():  # from its end now (after=0: all of it); new threads included
         ...
     async with client.stream(thread.id) as stream:
         message = await stream.post("hi")  # refusals raise the same errors as create_message

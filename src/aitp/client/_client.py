@@ -160,6 +160,8 @@ class AitpClient:
         return await self._http.call(Thread, "POST", "/threads", json=body, idempotency_key=idempotency_key)
 
     async def get_thread(self, thread_id: str) -> Thread:
+        """A thread the caller is in (any thread for an admin): its actors with their capabilities, metadata and
+        turn budget; `NotFound` (`thread_not_found`) alike for a missing thread and one the caller is not in."""
         return await self._http.call(Thread, "GET", f"/threads/{segment(thread_id)}")
 
     async def update_thread(
@@ -228,6 +230,9 @@ class AitpClient:
         return await self._http.call(Message, "POST", path, json=body, idempotency_key=idempotency_key)
 
     async def get_message(self, thread_id: str, message_id: str) -> Message:
+        """One message of a thread the caller is in: its content parts, `metadata.actor` (its author), `role`
+        and `aitp` (what the server validated in each part); `NotFound` when there is no such thread (or the
+        caller is not in it) or no such message in it."""
         return await self._http.call(Message, "GET", f"/threads/{segment(thread_id)}/messages/{segment(message_id)}")
 
     async def update_message(self, thread_id: str, message_id: str, *, metadata: Mapping[str, str]) -> Message:
@@ -337,9 +342,19 @@ class AitpClient:
             async for event in stream:
                 yield event
 
-    async def inbox(self, *, after: int = 0, reconnect: Reconnect | None = None) -> AsyncGenerator[InboxEvent, None]:
+    async def inbox(
+        self, *, after: int | None = None, reconnect: Reconnect | None = None
+    ) -> AsyncGenerator[InboxEvent, None]:
         """Events of every thread the caller is in (from joining to leaving) with `cursor > after`, then live;
-        new threads that add the caller included. Never ends by itself; resumes like `stream`."""
+        new threads that add the caller included. Never ends by itself; resumes like `stream`.
+
+        Without `after` it starts at the inbox's end when iteration starts (`me().inbox_cursor` then), as
+        `Agent.run()` does: what happened before is not handed over again. `after=0` replays the whole
+        inbox first; `after=event.cursor` resumes after an event handled. To miss nothing of what the caller
+        is about to do (create a thread, post), take `(await client.me()).inbox_cursor` before doing it and
+        pass that."""
+        if after is None:  # the end now: an agent started without a cursor must not answer the past again
+            after = (await self.me()).inbox_cursor
         stream = LiveStream(self._http, "/actors/me/events/ws", InboxEvent, _cursor, after=after, reconnect=reconnect)
         async with stream:
             async for event in stream:
@@ -357,6 +372,8 @@ class AitpClient:
         return (await self._http.call(CapabilityList, "GET", "/capabilities")).data
 
     async def get_capability(self, capability_id: str) -> Capability:
+        """A registered capability by id (e.g. `aitp-02-decisions`): its published versions, their schema and
+        example URLs, and its aliases; `NotFound` (`capability_not_found`) for one not registered here."""
         return await self._http.call(Capability, "GET", f"/capabilities/{segment(capability_id)}")
 
     async def get_capability_schema(self, capability_id: str, version: str) -> dict[str, Any]:
@@ -430,4 +447,6 @@ class AitpClient:
         return (await self._http.call(ApiKeyList, "GET", "/keys")).data
 
     async def revoke_key(self, key_id: str) -> DeletedObject:
+        """Revoke a key by its id (`key_...`, as `list_keys` shows; admin only): this server refuses it at once,
+        other instances of the service within a second. `NotFound` (`key_not_found`) for an unknown id."""
         return await self._http.call(DeletedObject, "DELETE", f"/keys/{segment(key_id)}")

@@ -19,6 +19,7 @@ import pytest
 
 from aitp.app import create_app
 from aitp.config import Settings
+from aitp.pytest_plugin import AitpServer
 from aitp.store import Store, open_store
 from aitp.testing import ServerProcess, start_server
 from tests.support import timeout_tasks
@@ -193,24 +194,17 @@ def serve_backend(backend: Backend, serve_store: Callable[..., ServerProcess]) -
     return start
 
 
-def _live(tmp_path: Path, **env: str) -> Iterator[ServerProcess]:
-    env = {"AITP_ADMIN_KEY": ADMIN_KEY, **env}
-    server = start_server(f"sqlite:///{tmp_path / 'live.db'}", tmp_path / "serve.log", env)
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
+# the live servers are aitp's pytest plugin's (aitp.pytest_plugin), as agent developers get them: a server of
+# the test's own, stopped after it, whose log a failing test's report shows
 @pytest.fixture
-def live_server(tmp_path: Path) -> Iterator[ServerProcess]:
+def live_server(aitp_start_server: Callable[..., AitpServer]) -> AitpServer:
     """A real server on the embedded store with a known admin key (`ADMIN_KEY`); anyone may contact the actors
     its keys make (`AITP_CONTACT_POLICY`)."""
-    yield from _live(tmp_path, AITP_CONTACT_POLICY="anyone")
+    return aitp_start_server(AITP_ADMIN_KEY=ADMIN_KEY, AITP_CONTACT_POLICY="anyone")
 
 
 @pytest.fixture
-def default_live_server(tmp_path: Path) -> Iterator[ServerProcess]:
+def default_live_server(aitp_start_server: Callable[..., AitpServer]) -> AitpServer:
     """`live_server` with the default contact policy (a new actor accepts verified actors only), as a reader of
     the docs starts `aitp serve`."""
-    yield from _live(tmp_path)
+    return aitp_start_server(AITP_ADMIN_KEY=ADMIN_KEY)

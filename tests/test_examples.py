@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from decimal import Decimal
 from pathlib import Path
@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from aitp.client import AitpClient, SchemaDeclaration, capability_payloads
-from aitp.testing import ServerProcess, start_server
+from aitp.pytest_plugin import AitpServer
+from aitp.testing import ServerProcess
 from tests.conftest import ADMIN_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,19 +30,20 @@ PAYMENTS = "https://aitp.dev/capabilities/aitp-01-payments/v1.0.0/schema.json"
 WAIT = 30  # seconds any single wait may take
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    process = start_server(f"sqlite:///{tmp_path / 'shop.db'}", tmp_path / "serve.log", {"AITP_ADMIN_KEY": ADMIN_KEY})
-    try:
-        yield process
-    finally:
-        process.stop()
+# aitp's pytest plugin (aitp.pytest_plugin) serves these tests, as it serves an agent developer's: each test a
+# server of its own (the marker), since they name user.near and shop.near and count their threads; the admin
+# key stays ADMIN_KEY
+pytestmark = pytest.mark.aitp_server(AITP_ADMIN_KEY=ADMIN_KEY)
 
 
 @pytest.fixture
-async def keys(server: ServerProcess) -> dict[str, str]:
-    async with AitpClient(server.base_url, ADMIN_KEY) as admin:
-        return {actor: (await admin.create_key(actor)).key for actor in ("user.near", "shop.near")}
+def server(aitp_server: AitpServer) -> AitpServer:
+    return aitp_server
+
+
+@pytest.fixture
+def keys(aitp_server: AitpServer) -> dict[str, str]:
+    return {actor: aitp_server.key(actor) for actor in ("user.near", "shop.near")}
 
 
 @asynccontextmanager

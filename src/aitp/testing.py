@@ -53,13 +53,18 @@ def start_server(
     command: list[str] | None = None,
     cwd: Path | None = None,
     workers: int = 1,
+    inherit_aitp_env: bool = True,
 ) -> ServerProcess:
     """Start `aitp serve` (on `port`, else a free one) and wait until /health answers (from every worker);
     RuntimeError if it won't.
 
     `command` is how `aitp` is invoked (default: `python -m aitp` from this interpreter); `workers`, how many
-    processes serve the port (`--workers`; the ServerProcess is their parent, which stops them all)."""
+    processes serve the port (`--workers`; the ServerProcess is their parent, which stops them all).
+    The server's environment is this process's with `env` over it; `inherit_aitp_env=False` leaves this
+    process's own `AITP_*` variables out, so that a shell's settings (`AITP_HOST`, `AITP_STRICT_ROLES`, ...)
+    never reach a test server: only `env` sets it up."""
     port = port or free_port()
+    inherited = os.environ if inherit_aitp_env else {k: v for k, v in os.environ.items() if not k.startswith("AITP_")}
     with log.open("wb") as handle:
         process = subprocess.Popen(
             [
@@ -69,7 +74,7 @@ def start_server(
             ],
             stdout=handle,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "AITP_STORE": store_url, **(env or {})},
+            env={**inherited, "AITP_STORE": store_url, **(env or {})},
             cwd=cwd,
         )
     server = ServerProcess(process, port, log)

@@ -34,6 +34,13 @@ PRINTS = {
     "examples": ["payment ['payer_id',", "payment_confirmation [", "quote ["],
     "resume": ["Anyone there?", "Hello?"],
     "idempotency": ["True 1", "idempotency_key_reused"],
+    "lifecycle": [
+        "error: no answer for 'Wool socks?' yet",
+        "error: no answer for 'Wool socks?' yet",
+        "user.near Wool socks?",
+        "user.near bye",
+        "shop.near Welcome to the sock shop, user.near!",
+    ],
     "identity": ["verified", "near True True"],
     "refusal": [
         "capability_not_supported ['user.near']",

@@ -132,3 +132,35 @@ def test_help_and_a_missing_key(example: Path) -> None:
     assert helped.returncode == 0 and all(option in helped.stdout for option in ("--url", "--key"))
     keyless = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=WAIT, env=env)
     assert keyless.returncode == 2 and "aitp keys create" in keyless.stderr
+
+
+async def test_the_shop_survives_a_decision_it_did_not_expect(server: ServerProcess, keys: dict[str, str]) -> None:
+    """A customer answers another of the shop's requests (sizes, posted with the shop's key by another part of
+    the business): the shop quotes nothing for it, and goes on serving the next customer's words."""
+    async with (
+        shop_agent(server.base_url, keys["shop.near"]) as shop_log,
+        AitpClient(server.base_url, keys["user.near"]) as user,
+        AitpClient(server.base_url, keys["shop.near"]) as shop,
+    ):
+        everyone = [DECISIONS, PAYMENTS]
+        thread = await user.create_thread(actors=[{"id": "shop.near", "capabilities": everyone}])
+        await user.put_actor(thread.id, "user.near", capabilities=everyone)
+        sizes = {"id": "sizes", "type": "checkbox", "options": [{"id": s, "name": s.upper()} for s in "sml"]}
+        await shop.create_message(thread.id, {"$schema": DECISIONS, "request_decision": sizes})
+        decision = {"request_decision_id": "sizes", "options": [{"id": "m"}]}
+        await user.create_message(thread.id, {"$schema": DECISIONS, "decision": decision})
+        await user.create_message(thread.id, "Any socks?")
+
+        async def offered() -> bool:
+            messages = [m async for m in user.iter_messages(thread.id, order="asc")]
+            return any(p.type == "request_decision" and p.payload["id"] != "sizes" for m in messages
+                       for p in capability_payloads(m))  # fmt: skip
+
+        for _ in range(int(WAIT / 0.1)):
+            if await offered():
+                break
+            await asyncio.sleep(0.1)
+        assert await offered(), "\n".join(shop_log)
+        kinds = [p.type for m in [m async for m in user.iter_messages(thread.id)] for p in capability_payloads(m)]
+        assert "quote" not in kinds  # nothing quoted for a size
+    assert "Traceback" not in "\n".join(shop_log)

@@ -226,6 +226,7 @@ async def test_run_started_before_the_server_waits_for_it(served: Served) -> Non
 async def test_an_arrival_is_handled_once_with_who_opened_the_thread(served: Served) -> None:
     async with actors(served) as (user, shop):
         agent = Agent(shop)
+        assert agent.actor is None and await agent.me() == "shop.near" == agent.actor  # known before run
         arrivals: list[tuple[str, str]] = []
 
         @agent.on_arrival

@@ -94,7 +94,7 @@ class Agent:
         # ride out a server restart or an outage of several minutes before giving up
         self.reconnect = reconnect or Reconnect(max_attempts=120)
         self.attempts = max(attempts, 1)
-        self.actor: str | None = None  # learnt from `client.me()` on the first event
+        self.actor: str | None = None  # learnt from `client.me()` by `me()`, or when `run` starts
         self.cursor: int | None = None  # the inbox cursor of the last event handled
         self._types: dict[tuple[str | None, str], Callable[[Incoming], Awaitable[object]]] = {}
         self._text: list[Callable[[Incoming], Awaitable[object]]] = []
@@ -144,6 +144,13 @@ class Agent:
         it raises itself is logged and goes no further."""
         self._errors.append(handler)
         return handler
+
+    async def me(self) -> str:
+        """The agent's actor id, asked of the server once (waiting for it, as `run` does): `actor` holds it
+        from then on, so setup code may use it before `run`."""
+        if self.actor is None:
+            self.actor = (await self._when_reachable(self.client.me, "reading who the key acts as")).id
+        return self.actor
 
     # ---------------------------------------------------------------------------------- running
 

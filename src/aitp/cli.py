@@ -107,7 +107,8 @@ def admin_command(settings: Settings, args: argparse.Namespace) -> int:
     from aitp.errors import Unauthenticated
 
     if not asyncio.run(store_exists(settings.store_url)):
-        print(f"aitp: there is no store at {settings.store_url} (looked from {Path.cwd()}).", file=sys.stderr)
+        shown = redaction.redact(settings.store_url)
+        print(f"aitp: there is no store at {shown} (looked from {Path.cwd()}).", file=sys.stderr)
         return 1
     admin_key = settings.admin_key or _read_key()
     try:  # AITP_ADMIN_KEY is the server's as it is given to it; a key read must be an admin key of the store
@@ -138,11 +139,11 @@ def _store_refusal(settings: Settings, args: argparse.Namespace) -> str | None:
     if asyncio.run(store_exists(settings.store_url)):
         return None
     if getattr(args, "create_store", False):
-        print(f"aitp: creating a new store at {settings.store_url}", file=sys.stderr)
+        print(f"aitp: creating a new store at {redaction.redact(settings.store_url)}", file=sys.stderr)
         return None
     hint = ", or add --create-store to start a new one" if args.keys_command == "create" else ""
     return (
-        f"aitp: there is no store at {settings.store_url} (looked from {Path.cwd()}).\n"
+        f"aitp: there is no store at {redaction.redact(settings.store_url)} (looked from {Path.cwd()}).\n"
         f"aitp: name the store your server uses with --store or AITP_STORE{hint}."
     )
 
@@ -165,7 +166,7 @@ def keys_command(settings: Settings, args: argparse.Namespace) -> int:
         print(created.secret)
         print(
             f"(id {record.id}, actor {record.actor}{', admin' if record.admin else ''}, "
-            f"store {settings.store_url}; the key is shown only now)",
+            f"store {redaction.redact(settings.store_url)}; the key is shown only now)",
             file=sys.stderr,
         )
         return 0

@@ -4,19 +4,18 @@
 
 In every thread it is in (it declares both capabilities on joining):
 
-    someone mentions "socks"         -> request_decision of type products (aitp-02-decisions)
-    a decision on that request       -> quote for the chosen socks (aitp-01-payments)
-    a payment of that quote          -> payment_confirmation
+    a customer opens a thread without a word  -> a greeting
+    someone mentions "socks"                  -> request_decision of type products, each priced (aitp-02-decisions)
+    a decision on that request                -> quote for the chosen socks (aitp-01-payments)
+    a payment of that quote                   -> payment_confirmation
 
-It keeps no state: its requests and quotes are looked up in the thread, and what it posts derives from
-the message it answers (ids, times), so a replayed event posts nothing twice. It starts at the inbox's
-end, or after `--after`; with `--cursor-file` a restart resumes after the last event handled.
+It keeps no state (its requests and quotes are looked up in the thread, what it posts derives from the message
+it answers), so a replayed event posts nothing twice: `--cursor-file` resumes after a restart where it stopped.
 """
-
-from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -24,12 +23,25 @@ from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
-from aitp.client import Agent, AitpClient, Incoming
+from aitp.client import (
+    DECISIONS,
+    PAYMENTS,
+    Agent,
+    AitpClient,
+    Arrival,
+    Decision,
+    DecisionOption,
+    Incoming,
+    OptionQuote,
+    Payment,
+    PaymentConfirmation,
+    PaymentMethod,
+    PaymentOption,
+    Quote,
+    RequestDecision,
+)
 
 log = logging.getLogger("shop_agent")
-
-DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
-PAYMENTS = "https://aitp.dev/capabilities/aitp-01-payments/v1.0.0/schema.json"
 SIGNATURE = "ed25519:unsigned-demo"  # a real merchant signs its quotes and confirmations
 
 
@@ -39,6 +51,10 @@ class Product:
     name: str
     description: str
     price: Decimal  # USD
+
+    def option(self, request_id: str, shop: str | None, until: str) -> DecisionOption:  # priced as products are
+        price = OptionQuote.one_time(self.price, quote_id=f"{request_id}-{self.id}", payee_id=shop, valid_until=until)
+        return DecisionOption(id=self.id, name=self.name, description=self.description, quote=price)
 
 
 CATALOG = (
@@ -53,78 +69,63 @@ def shop(client: AitpClient, catalog: tuple[Product, ...] = CATALOG, cursor_file
     agent = Agent(client, capabilities=[DECISIONS, PAYMENTS], cursor_file=cursor_file)
     products = {p.id: p for p in catalog}
 
+    @agent.on_arrival
+    async def greet(arrival: Arrival) -> None:
+        if not (await client.list_messages(arrival.thread_id, limit=1)).data:  # one who asked gets an answer
+            await arrival.reply(f"Welcome to the sock shop, {arrival.creator}! Ask me for socks.")
+
     @agent.on_text
     async def offer(incoming: Incoming) -> None:
         if "socks" not in incoming.text.lower():
             return
-        request_id = f"socks-{incoming.message.id}"
-        plan = {"plan_type": "one-time", "currency": "USD"}
-        options = [
-            {
-                "id": p.id,
-                "name": p.name,
-                "description": f"{p.description}, {p.price} USD a pair",
-                # the schema's per-option price: a (pre-2025) quote with one payment plan
-                "quote": {
-                    "type": "Quote",
-                    "quote_id": f"{request_id}-{p.id}",
-                    "payee_id": agent.actor,
-                    "payment_plans": [{"plan_id": p.id, "amount": float(p.price), **plan}],
-                    "valid_until": incoming.timestamp(timedelta(hours=1)),
-                },
-            }
-            for p in products.values()
-        ]
-        request = {"id": request_id, "type": "products", "title": "Our socks", "options": options}
-        intro = "Here are our socks: choose a pair or several."
-        await incoming.reply([intro, {"$schema": DECISIONS, "request_decision": request}])
+        request_id, until = f"socks-{incoming.message.id}", incoming.timestamp(timedelta(hours=1))
+        options = [p.option(request_id, agent.actor, until) for p in products.values()]
+        request = RequestDecision(id=request_id, type="products", title="Our socks", options=options)
+        await incoming.reply(["Here are our socks: choose a pair or several.", request.to_message()])
         log.info("thread %s: offered %d socks (request %s)", incoming.thread_id, len(options), request_id)
 
     @agent.on("decision", capability="aitp-02-decisions")
     async def quote(incoming: Incoming) -> None:
-        decision = incoming.payload
-        if not await incoming.find("request_decision", sender=agent.actor, id=decision.get("request_decision_id")):
+        decision = Decision.model_validate(incoming.payload)
+        if not await incoming.find("request_decision", sender=agent.actor, id=decision.request_decision_id):
             return  # a decision on another actor's request
-        # the service has checked that every chosen option was offered in that request; a request of the shop's
-        # that offered other things than socks (or a catalog changed since) is not this handler's to quote
-        chosen = [o for o in decision["options"] if o["id"] in products]
-        if not chosen:
+        # the service checked that the options chosen were offered; not socks (another request): not ours to quote
+        chosen = [o for o in decision.options if o.id in products]
+        lines = [(products[o.id], Decimal(str(1 if o.quantity is None else o.quantity))) for o in chosen]
+        if not lines:
             return
-        lines = [(products[o["id"]], Decimal(str(o.get("quantity", 1)))) for o in chosen]
         if any(quantity <= 0 for _, quantity in lines):
             await incoming.reply("Quantities must be positive; please choose again.")
             return
-        amount = f"{sum((p.price * quantity for p, quantity in lines), Decimal(0)):.2f}"
-        method = {"type": "near_payment_channel", "token": "usdc.near", "recipient": agent.actor}
-        quote = {
-            "quote_id": f"q-{incoming.message.id}",
-            "merchant_id": agent.actor,
-            "description": ", ".join(f"{quantity:g} x {p.name}" for p, quantity in lines),
-            "expiration": incoming.timestamp(timedelta(hours=1)),
-            "payment_options": [{"amount": amount, "currency": "USD", "payment_methods": [method]}],
-            "merchant_signature": SIGNATURE,
-        }
-        await incoming.reply({"$schema": PAYMENTS, "quote": quote})
-        log.info("thread %s: quoted %s USD for %s", incoming.thread_id, amount, quote["description"])
+        total = sum((p.price * quantity for p, quantity in lines), Decimal(0)).quantize(Decimal("0.01"))
+        method = PaymentMethod(token="usdc.near", recipient=agent.actor)
+        quote = Quote(
+            quote_id=f"q-{incoming.message.id}",
+            merchant_id=agent.actor,
+            description=", ".join(f"{quantity:g} x {p.name}" for p, quantity in lines),
+            expiration=incoming.timestamp(timedelta(hours=1)),
+            payment_options=[PaymentOption(amount=total, currency="USD", payment_methods=[method])],
+            merchant_signature=SIGNATURE,
+        )
+        await incoming.reply(quote.to_message())
+        log.info("thread %s: quoted %s USD for %s", incoming.thread_id, total, quote.description)
 
     @agent.on("payment", capability="aitp-01-payments")
     async def confirm(incoming: Incoming) -> None:
-        quote_id = incoming.payload["quote_id"]
-        if not await incoming.find("quote", sender=agent.actor, quote_id=quote_id):
+        paid = Payment.model_validate(incoming.payload)
+        if not await incoming.find("quote", sender=agent.actor, quote_id=paid.quote_id):
             return  # a payment of another actor's quote
-        # The service has checked amount and currency against the quote; a real shop would also check
-        # that the transfer (payment_method.channel_id) arrived before confirming.
-        confirmation = {
-            "quote_id": quote_id,
-            "payment_id": f"pay-{incoming.message.id}",
-            "result": "success",
-            "timestamp": incoming.timestamp(),
-            "message": "Thank you! Your socks are on their way.",
-            "details": [{"label": "Order", "value": f"pay-{incoming.message.id}"}],
-            "merchant_signature": SIGNATURE,
-        }
-        await incoming.reply({"$schema": PAYMENTS, "payment_confirmation": confirmation})
-        log.info("thread %s: confirmed payment of quote %s", incoming.thread_id, quote_id)
+        # the service checked amount and currency; a real shop would check the transfer arrived (its channel_id)
+        confirmation = PaymentConfirmation(
+            quote_id=paid.quote_id,
+            payment_id=f"pay-{incoming.message.id}",
+            result="success",
+            timestamp=incoming.timestamp(),
+            message="Thank you! Your socks are on their way.",
+            merchant_signature=SIGNATURE,
+        )
+        await incoming.reply(confirmation.to_message())
+        log.info("thread %s: confirmed payment of quote %s", incoming.thread_id, paid.quote_id)
 
     return agent
 
@@ -146,10 +147,8 @@ def main(argv: list[str] | None = None) -> int:
             await client.set_contact_policy("anyone")  # a shop serves the public: anyone may open a thread with it
             await shop(client, cursor_file=args.cursor_file).run(args.after)
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve())
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

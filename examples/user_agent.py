@@ -17,20 +17,32 @@ import json
 import logging
 import os
 import sys
+from decimal import Decimal
 from typing import Any
 
-from aitp.client import Agent, AitpClient, InboxEvent, Incoming
+from aitp.client import (
+    DECISIONS,
+    PAYMENTS,
+    Agent,
+    AitpClient,
+    Decision,
+    DecisionOption,
+    InboxEvent,
+    Incoming,
+    Payment,
+    PaymentConfirmation,
+    PaymentMethodUsed,
+    Quote,
+    RequestDecision,
+    SelectedOption,
+)
 
 log = logging.getLogger("user_agent")
 
-DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
-PAYMENTS = "https://aitp.dev/capabilities/aitp-01-payments/v1.0.0/schema.json"
 
-
-def price(option: dict[str, Any]) -> float:
-    """An option's price (its quote's first payment plan); unpriced options come last."""
-    plans = option.get("quote", {}).get("payment_plans") or [{}]
-    return float(plans[0].get("amount", float("inf")))
+def price(option: DecisionOption) -> Decimal:
+    """An option's price (USD, from its quote); unpriced options come last."""
+    return Decimal("Infinity") if option.price is None else option.price
 
 
 def shopper(client: AitpClient, thread_id: str, shop: str, quantity: int) -> tuple[Agent, dict[str, Any]]:
@@ -44,37 +56,40 @@ def shopper(client: AitpClient, thread_id: str, shop: str, quantity: int) -> tup
 
     @agent.on("request_decision")
     async def choose(incoming: Incoming) -> None:
-        request = incoming.payload
-        if not from_the_shop(incoming) or request.get("type") != "products":
+        request = RequestDecision.model_validate(incoming.payload)
+        if not from_the_shop(incoming) or request.type != "products":
             return
-        cheapest = min(request["options"], key=price)
-        choice = {"request_decision_id": request["id"], "options": [{"id": cheapest["id"], "quantity": quantity}]}
-        await incoming.reply({"$schema": DECISIONS, "decision": choice})
-        log.info("chose %d x %s", quantity, cheapest.get("name", cheapest["id"]))
+        cheapest = min(request.options, key=price)
+        choice = Decision(request_decision_id=request.id, options=[SelectedOption(id=cheapest.id, quantity=quantity)])
+        await incoming.reply(choice.to_message())
+        log.info("chose %d x %s at %s USD", quantity, cheapest.name or cheapest.id, cheapest.price)
 
     @agent.on("quote")
     async def pay(incoming: Incoming) -> None:
         if not from_the_shop(incoming):
             return
-        quote = incoming.payload
-        option = quote["payment_options"][0]
-        method = {**option["payment_methods"][0], "amount": option["amount"], "currency": option["currency"]}
-        method.pop("recipient", None)
-        method["channel_id"] = f"demo-{incoming.message.id}"  # where a wallet's transfer would be
-        payment = {
-            "quote_id": quote["quote_id"],
-            "payment_method": method,
-            "payer_id": agent.actor,
-            "timestamp": incoming.timestamp(),
-            "payer_signature": "ed25519:unsigned-demo",
-        }
-        await incoming.reply({"$schema": PAYMENTS, "payment": payment})
-        log.info("paid %s %s for %s", option["amount"], option["currency"], quote["description"])
+        quote = Quote.model_validate(incoming.payload)
+        option = quote.payment_options[0]
+        method = PaymentMethodUsed(
+            token=option.payment_methods[0].token,
+            channel_id=f"demo-{incoming.message.id}",  # where a wallet's transfer would be
+            amount=option.amount,
+            currency=option.currency,
+        )
+        payment = Payment(
+            quote_id=quote.quote_id,
+            payment_method=method,
+            payer_id=agent.actor,
+            timestamp=incoming.timestamp(),
+            payer_signature="ed25519:unsigned-demo",
+        )
+        await incoming.reply(payment.to_message())
+        log.info("paid %s %s for %s", option.price, option.currency, quote.description)
 
     @agent.on("payment_confirmation")
     async def done(incoming: Incoming) -> None:
         if from_the_shop(incoming):
-            confirmation.update(incoming.payload)
+            confirmation.update(PaymentConfirmation.model_validate(incoming.payload).to_payload())
             agent.stop()
 
     @agent.on_event("thread.message.refused")

@@ -8,13 +8,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # the wheel built from these carries the shipped capabilities and the web UI inside the package
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY src/ ./src/
 COPY schemas/ ./schemas/
 COPY capabilities/ ./capabilities/
 COPY web/ ./web/
 
-RUN pip install --no-cache-dir . \
+RUN pip install --no-cache-dir ".[server]" \
     && groupadd --system aitp \
     && useradd --system --gid aitp --home-dir /app --no-create-home aitp \
     && mkdir -p /data \

@@ -54,7 +54,7 @@ def test_console_script_is_installed_beside_the_interpreter() -> None:
     """The install puts an `aitp` script in this environment's scripts directory (found without PATH),
     and it is the same command as `python -m aitp`."""
     script = Path(sysconfig.get_path("scripts")) / "aitp"
-    assert script.is_file(), f"no console script at {script}: install the project (pip install -e .)"
+    assert script.is_file(), f"no console script at {script}: install the project (pip install -e '.[server]')"
     env = {k: v for k, v in os.environ.items() if k != "PATH"}
     by_script = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=env, timeout=60)
     assert by_script.returncode == 0, by_script.stderr

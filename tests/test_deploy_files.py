@@ -261,15 +261,16 @@ def test_dockerfile_healthcheck_probes_the_health_endpoint():
 
 
 def test_dockerfile_installs_the_package_without_pip_cache():
-    """The package is installed from the copied sources with --no-cache-dir."""
+    """The package, server included (its `server` extra), is installed from the copied sources with --no-cache-dir."""
     runs = " ".join(_instruction_args("RUN"))
-    assert re.search(r"pip install --no-cache-dir \.(\s|$)", runs)
+    assert re.search(r"pip install --no-cache-dir [\"']?\.\[server\][\"']?(\s|$)", runs)
 
 
 def test_dockerfile_copies_the_expected_sources():
-    """Project metadata, README, code, wire schemas and the shipped files the wheel packs are copied."""
+    """Project metadata, README, the license (the wheel carries it), code, wire schemas and the shipped files the
+    wheel packs are copied."""
     sources = {s.rstrip("/") for s in _copy_sources()}
-    assert {"pyproject.toml", "README.md", "src", "schemas", "capabilities", "web"} <= sources
+    assert {"pyproject.toml", "README.md", "LICENSE", "src", "schemas", "capabilities", "web"} <= sources
 
 
 def test_dockerfile_relies_on_the_installed_package_for_shipped_files():

@@ -2,6 +2,6 @@
 
 import sys
 
-from aitp.cli import main
+from aitp.command import main
 
 sys.exit(main())

@@ -12,8 +12,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from aitp.errors import InvalidRequest
-
-MAX_URL_LENGTH = 2048
+from aitp.inputs.shapes import MAX_URL_LENGTH
 
 
 def normalize_declaration(value: Any, param: str) -> dict[str, str]:

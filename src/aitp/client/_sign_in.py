@@ -10,16 +10,31 @@ from __future__ import annotations
 import base64
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import httpx
 
 from aitp import __version__
 from aitp.client._errors import error_from_response
 from aitp.client._http import API_PREFIX, root_url
-from aitp.identity import KeyPair, load_private_key, sign_domain_proof, sign_nep413
 
-PrivateKey = KeyPair | dict[str, Any] | str | bytes | PathLike[str]
+if TYPE_CHECKING:
+    from aitp.identity import KeyPair
+
+# aitp.identity (cryptography, PyJWT, NEAR's encodings: a third of a client-only install) is imported when a key
+# signs, not with the client: an agent holding an API key installs none of it (the `identity` extra)
+PrivateKey: TypeAlias = "KeyPair | dict[str, Any] | str | bytes | PathLike[str]"
+IDENTITY_EXTRA = "pip install 'aitp-thread-service[identity]'"
+
+
+def _identity() -> ModuleType:
+    """`aitp.identity`, or an ImportError saying which extra signing in needs."""
+    try:
+        import aitp.identity
+    except ImportError as error:
+        raise ImportError(f"Signing in with a key needs the identity extra ({IDENTITY_EXTRA}): {error}") from error
+    return aitp.identity
 
 
 def _near_key(private_key: PrivateKey) -> str:
@@ -33,22 +48,24 @@ def _near_key(private_key: PrivateKey) -> str:
 
 
 def _domain_key(private_key: PrivateKey) -> KeyPair:
-    if isinstance(private_key, KeyPair):
+    identity = _identity()
+    if isinstance(private_key, identity.KeyPair):
         return private_key
     if isinstance(private_key, PathLike):
-        return load_private_key(Path(private_key).read_text())
-    return load_private_key(private_key)
+        return identity.load_private_key(Path(private_key).read_text())
+    return identity.load_private_key(private_key)
 
 
 def sign_in_proof(challenge: dict[str, Any], private_key: PrivateKey) -> Any:
     """The `proof` of `POST /v1/auth/token` for a `POST /v1/auth/challenge` answer: a NEP-413 signature for a
     NEAR account, a JWT for a domain agent (what `AitpClient.sign_in` sends)."""
+    identity = _identity()
     if challenge["kind"] == "near":
         nonce = base64.urlsafe_b64decode(challenge["nonce"] + "=" * (-len(challenge["nonce"]) % 4))
         key = _near_key(private_key)
-        return sign_nep413(key, message=challenge["message"], nonce=nonce, recipient=challenge["recipient"])
+        return identity.sign_nep413(key, message=challenge["message"], nonce=nonce, recipient=challenge["recipient"])
     pair = _domain_key(private_key)
-    return sign_domain_proof(
+    return identity.sign_domain_proof(
         pair.private_jwk,
         kid=pair.kid,
         actor=challenge["actor"],

@@ -8,6 +8,9 @@ from typing import Any
 from aitp.errors import InvalidRequest
 
 MAX_METADATA_PAIRS = 16
+# a capability schema URL (`capabilities.declarations`), here beside the other input bounds so that the wire
+# models, which the client carries, state it without importing the version-range machinery (`packaging`)
+MAX_URL_LENGTH = 2048
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
 

@@ -1,12 +1,12 @@
 """Async Python client of the aitp thread service, for agent developers (over httpx).
 
-    from aitp.client import AitpClient, NotFound
+    from aitp.client import DECISIONS, AitpClient, Decision, NotFound, SelectedOption
 
-    DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
     async with AitpClient("http://127.0.0.1:8000", api_key) as client:
         thread = await client.create_thread(actors=[{"id": "shop.near", "capabilities": [DECISIONS]}])
         await client.create_message(thread.id, "I would like to buy some socks")
-        await client.create_message(thread.id, {"$schema": DECISIONS, "decision": {...}})  # sent as JSON text
+        choice = Decision(request_decision_id="socks-1", options=[SelectedOption(id="red")])  # typed, checked
+        await client.create_message(thread.id, choice.to_message())  # {"$schema": DECISIONS, "decision": ...}
         async for message in client.iter_messages(thread.id, order="asc"):
             print(message.metadata["actor"], message.content[0])
         try:

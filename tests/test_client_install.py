@@ -17,8 +17,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from packaging.utils import canonicalize_name
 
 from aitp.pytest_plugin import AitpServer
 from tests.test_architecture import modules, resolve
+from tests.test_examples import shop_agent
 from tests.test_packaging import DISTRIBUTION, REPO, SERVER_ONLY, build_wheel, metadata, run
 
 EXAMPLES = REPO / "examples"
@@ -201,34 +200,6 @@ def test_the_client_only_install_says_what_the_server_and_signing_in_need(client
     assert signing.returncode == 1 and "aitp-thread-service[identity]" in signing.stderr, signing.stderr
 
 
-@asynccontextmanager
-async def shop_agent(python: Path, url: str, key: str) -> AsyncIterator[list[str]]:
-    """examples/shop_agent.py with the client-only interpreter, in a directory of no checkout, once it follows its
-    inbox; yields its log lines so far. Terminated on leaving."""
-    shop = await asyncio.create_subprocess_exec(
-        python, EXAMPLES / "shop_agent.py", "--url", url, "--key", key,
-        env=clean_env(), cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    lines: list[str] = []
-    ready = asyncio.Event()
-
-    async def read() -> None:  # to its end: a full pipe would stall the shop
-        assert shop.stderr is not None
-        async for raw in shop.stderr:
-            lines.append(raw.decode(errors="replace").rstrip())
-            if "following the inbox" in lines[-1]:
-                ready.set()
-
-    reader = asyncio.create_task(read())
-    try:
-        await asyncio.wait_for(ready.wait(), WAIT)
-        yield lines
-    finally:
-        shop.terminate()
-        await shop.wait()
-        await reader
-
-
 def test_the_user_agent_helps_from_the_client_only_install(client_venv: Path) -> None:
     helped = run(client_venv / "bin" / "python", EXAMPLES / "user_agent.py", "--help", env=clean_env(), cwd="/")
     assert "--url" in helped.stdout and "--key" in helped.stdout
@@ -242,7 +213,7 @@ async def test_the_example_agents_trade_from_the_client_only_install(
     python = client_venv / "bin" / "python"
     shop, user = "client-only-shop.near", "client-only-user.near"
     url = aitp_server.base_url
-    async with shop_agent(python, url, aitp_server.key(shop)) as shop_log:
+    async with shop_agent(url, aitp_server.key(shop), python=python, env=clean_env(), cwd="/") as shop_log:
         shopper = await asyncio.create_subprocess_exec(
             python, EXAMPLES / "user_agent.py", "--url", url, "--key", aitp_server.key(user), "--shop", shop,
             "--timeout", str(WAIT), env=clean_env(), cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE,

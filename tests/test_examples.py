@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,18 +48,21 @@ def keys(aitp_server: AitpServer) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def shop_agent(base_url: str, key: str, *options: str) -> AsyncIterator[list[str]]:
-    """The shop running as documented, following its inbox once this yields; yields its log lines so far."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(SHOP), "--url", base_url, "--key", key, *options,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+async def shop_agent(
+    base_url: str, key: str, *options: str, python: str | Path = sys.executable, **process: Any
+) -> AsyncIterator[list[str]]:
+    """The shop running as documented (with `python`, and the `env` or `cwd` given), following its inbox once
+    this yields; yields its log lines so far."""
+    shop = await asyncio.create_subprocess_exec(
+        python, str(SHOP), "--url", base_url, "--key", key, *options,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **process,
     )  # fmt: skip
     lines: list[str] = []
     ready = asyncio.Event()
 
-    async def read() -> None:
-        assert process.stderr is not None
-        async for raw in process.stderr:
+    async def read() -> None:  # to its end: a full pipe would stall the shop
+        assert shop.stderr is not None
+        async for raw in shop.stderr:
             lines.append(raw.decode(errors="replace").rstrip())
             if "following the inbox" in lines[-1]:
                 ready.set()
@@ -68,8 +72,8 @@ async def shop_agent(base_url: str, key: str, *options: str) -> AsyncIterator[li
         await asyncio.wait_for(ready.wait(), WAIT)
         yield lines
     finally:
-        process.terminate()
-        await process.wait()
+        shop.terminate()
+        await shop.wait()
         await reader
 
 

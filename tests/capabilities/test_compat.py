@@ -26,7 +26,13 @@ from aitp.capabilities.compat import (
     TYPE_NARROWED,
     Break,
     breaking_changes,
+    comparer,
+    detect,
+    logic_rules,
+    parts,
+    subschemas,
 )
+from aitp.capabilities.compat import values as compat_values
 from aitp.capabilities.registry import CapabilityRef, Registry, default_directory
 from aitp.capabilities.schema_formats import to_json_schema
 
@@ -698,7 +704,7 @@ def test_odd_input_does_not_crash(old: Schema, new: Schema) -> None:
 
 
 def test_too_much_work_is_one_conservative_break(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(compat, "MAX_COMPARISONS", 3)
+    monkeypatch.setattr(comparer, "MAX_COMPARISONS", 3)
     (found,) = breaking_changes(MESSAGES_OLD, copy.deepcopy(MESSAGES_OLD))
     assert (found.pointer, found.kind) == ("", CONSTRAINT_ADDED) and "too complex" in found.message
 
@@ -740,7 +746,7 @@ def _count(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[Any]:
 
 def test_enum_values_are_compared_by_hashing_not_pairwise(monkeypatch: pytest.MonkeyPatch) -> None:
     """20,000 values compared pairwise took 56 s; 2,000 here made 2 million comparisons."""
-    calls = _count(monkeypatch, compat, "_json_equal")
+    calls = _count(monkeypatch, logic_rules, "_json_equal")
     values = [f"v{i}" for i in range(2000)]
     assert breaking_changes({"enum": values}, {"enum": values[::-1]}) == []
     narrowed = breaking_changes({"enum": values}, {"enum": values[1:]})
@@ -753,7 +759,7 @@ def test_enum_values_are_compared_by_hashing_not_pairwise(monkeypatch: pytest.Mo
 def test_branch_lists_are_built_once_per_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each old oneOf branch looked for its match among the new branches rebuilt as a fresh list: 1,000
     branches took 5 s."""
-    calls = _count(monkeypatch, compat._Part, "child")
+    calls = _count(monkeypatch, parts._Part, "child")
 
     def branch(i: int) -> dict[str, Any]:
         return {"type": "object", "required": ["k"], "properties": {"k": {"const": f"t{i}"}}}
@@ -765,8 +771,8 @@ def test_branch_lists_are_built_once_per_comparison(monkeypatch: pytest.MonkeyPa
 
 def test_each_pattern_is_compiled_once_per_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
     """More patterns than the shared cache holds were compiled again for every property name."""
-    compat._pattern_validator.cache_clear()
-    compiles = _count(monkeypatch, compat.jsonschema_rs, "validator_for")
+    compat_values._pattern_validator.cache_clear()
+    compiles = _count(monkeypatch, compat_values.jsonschema_rs, "validator_for")
     patterns = {f"^x{i}_": {"type": "string"} for i in range(1100)}
     old = {
         "type": "object",
@@ -781,8 +787,8 @@ def test_each_pattern_is_compiled_once_per_comparison(monkeypatch: pytest.Monkey
 
 def test_the_work_of_one_comparison_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past MAX_STEPS elementary steps the answer is 'cannot be shown compatible', and no more work is done."""
-    monkeypatch.setattr(compat, "MAX_STEPS", 2_000)
-    searches = _count(monkeypatch, compat, "_search")
+    monkeypatch.setattr(detect, "MAX_STEPS", 2_000)
+    searches = _count(monkeypatch, subschemas, "_search")
     patterns = {f"^x{i}_": {"type": "string"} for i in range(300)}
     old = {
         "type": "object",

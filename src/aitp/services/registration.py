@@ -302,7 +302,7 @@ async def _check_semver(rt: Runtime, compiled: CompiledVersion) -> None:
     for old, new in pairs:
         old_schema = schemas.get(old) or rt.registry.get(old).schema  # type: ignore[union-attr]
         new_schema = schemas.get(new) or rt.registry.get(new).schema  # type: ignore[union-attr]
-        breaks = await asyncio.to_thread(breaking_changes, old_schema, new_schema)  # bounded (compat.MAX_STEPS)
+        breaks = await asyncio.to_thread(breaking_changes, old_schema, new_schema)  # bounded (compat.budget.MAX_STEPS)
         if not breaks:
             continue
         listed = "; ".join(

@@ -220,10 +220,9 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self.transport.write(head.encode("latin-1") + b"\r\n" + body)
         _linger(self.loop, self.transport)
 
-    def eof_received(self) -> bool | None:
+    def eof_received(self) -> None:
         if self._refused:
             self.transport.close()  # the client read the answer and is done
-        return None
 
 
 class OneWrite:

@@ -31,7 +31,7 @@ class Runtime:
     def state(self, build: Callable[[Runtime], T]) -> T:
         """What `build(self)` made for this runtime, made on its first use (e.g. `access.thread_views`)."""
         try:
-            return self._state[build]  # type: ignore[no-any-return]
+            return self._state[build]
         except KeyError:
             made = self._state[build] = build(self)
             return made

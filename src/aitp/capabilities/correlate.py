@@ -192,7 +192,7 @@ def _check_authorization(authorization: dict[str, Any], quote: dict[str, Any], p
         return
     details = [d for d in authorization.get("details") or [] if isinstance(d, dict)]
     amounts = [_amount(d.get("amount")) for d in details]
-    tokens = {d.get("token_type") for d in details}
+    tokens: set[Any] = {d.get("token_type") for d in details}
     total: Decimal | None = None
     if details and all(a is not None and a > 0 for a in amounts):
         total = sum((a for a in amounts if a is not None), Decimal(0))

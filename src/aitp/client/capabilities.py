@@ -136,8 +136,15 @@ class OptionQuote(_Open):
         cls, amount: Decimal | int | float, *, quote_id: str, payee_id: str, valid_until: str | datetime
     ) -> Self:
         """A price of `amount` USD paid once (its plan's id is `quote_id`)."""
-        plan = PaymentPlan(plan_id=quote_id, amount=amount)
-        return cls(quote_id=quote_id, payee_id=payee_id, payment_plans=[plan], valid_until=valid_until)
+        # (ignores: the fields' validators take a Decimal and a datetime; a model's __init__ types know only the
+        # fields' own types)
+        plan = PaymentPlan(plan_id=quote_id, amount=amount)  # type: ignore[arg-type]
+        return cls(
+            quote_id=quote_id,
+            payee_id=payee_id,
+            payment_plans=[plan],
+            valid_until=valid_until,  # type: ignore[arg-type]
+        )
 
 
 class OptionVariant(_Open):

@@ -315,8 +315,8 @@ class Hub:
             return
         members = None if thread_changed else self.members_of(thread_id)
         if members is None:
-            for inbox in self._inboxes.values():
-                inbox.signal.fire()
+            for every in self._inboxes.values():
+                every.signal.fire()
             return
         for actor in members:
             inbox = self._inboxes.get(actor)

@@ -182,9 +182,9 @@ class EventStream:
             for record in page:
                 if self._ending is not None:
                     break
-                item = self._frame(record)
-                self._cursor = self.delivered = item.cursor
-                yield item
+                frame = self._frame(record)
+                self._cursor = self.delivered = frame.cursor
+                yield frame
                 reason = self._ends(record)
                 if reason is not None:
                     yield End(reason)
@@ -222,9 +222,9 @@ class EventStream:
                         reading, overflowed = False, True
                         log.info("slow consumer: %d events buffered; closing the stream", self._buffer)
                     for record in events:
-                        item = self._frame(record)
-                        self._cursor = item.cursor
-                        buffered.append(item)
+                        frame = self._frame(record)
+                        self._cursor = frame.cursor
+                        buffered.append(frame)
                         reason = self._ends(record)
                         if reason is not None:
                             buffered.append(End(reason))

@@ -141,7 +141,9 @@ def keys_for(document: Any, actor: DomainActor) -> dict[str, jwt.PyJWK]:
     return read_document(document).for_actor(actor)
 
 
-def document_for(public_jwks: list[dict[str, Any]], agents: Mapping[str, list[dict[str, Any]]] | None = None) -> dict:
+def document_for(
+    public_jwks: list[dict[str, Any]], agents: Mapping[str, list[dict[str, Any]]] | None = None
+) -> dict[str, Any]:
     """A key document publishing `public_jwks` for the host and its agents, and `agents`' keys for one path each.
     Checked as a reader would check it (`well_known_invalid` otherwise): a private key is never published."""
     document: dict[str, Any] = {"keys": [dict(jwk) for jwk in public_jwks]}

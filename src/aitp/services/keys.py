@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aitp.auth import ADMIN_ACTOR, generate_key, hash_key
+from aitp.auth import generate_key, hash_key
 from aitp.errors import NotFound
 from aitp.ids import new_id
-from aitp.principals import PrincipalCache
+from aitp.principals import ADMIN_ACTOR, PrincipalCache
 from aitp.runtime import now
 from aitp.services import identities, revocation
 from aitp.services.connections import StreamSlots

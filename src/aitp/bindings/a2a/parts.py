@@ -98,7 +98,7 @@ AGENT_ROLE, USER_ROLE = Role.Value("ROLE_AGENT"), Role.Value("ROLE_USER")
 AGENT_ROLE_NAME, USER_ROLE_NAME = Role.Name(AGENT_ROLE), Role.Name(USER_ROLE)
 
 
-def _role(record: MessageRecord, agent: str) -> Role.ValueType:
+def _role(record: MessageRecord, agent: str) -> Role:
     return AGENT_ROLE if record.actor == agent else USER_ROLE
 
 

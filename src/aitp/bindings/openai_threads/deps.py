@@ -30,7 +30,7 @@ async def get_admin(principal: Annotated[Principal, Depends(get_principal)]) -> 
 
 
 def _calls(dependant: Dependant) -> set[object]:
-    calls = set()
+    calls: set[object] = set()
     pending = list(dependant.dependencies)
     while pending:
         dependency = pending.pop()

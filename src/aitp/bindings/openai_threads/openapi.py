@@ -62,7 +62,7 @@ def declare_bearer_key(document: dict[str, Any], routes: list[BaseRoute]) -> Non
     paths = document.get("paths", {})
     for route in routes:
         if isinstance(route, APIRoute) and route.include_in_schema and needs_key(route.dependant):
-            for method in route.methods:
+            for method in route.methods or ():
                 operation = paths.get(route.path_format, {}).get(method.lower())
                 if operation is not None:
                     operation["security"] = [{BEARER: []}]

@@ -57,7 +57,7 @@ class ApiRoute(APIRoute):
             return handle
         admin_only = needs_admin(self.dependant)
         required = self.body_field.field_info.is_required()
-        body_type = TypeAdapter(self.body_field.field_info.annotation) if required else None
+        body_type: TypeAdapter[Any] | None = TypeAdapter(self.body_field.field_info.annotation) if required else None
 
         async def handler(request: Request) -> Response:
             if admin_only:

@@ -46,7 +46,7 @@ class NoKeyNeeded:
             for route in routes
             if isinstance(route, APIRoute) and route.path.startswith(PREFIX) and not needs_key(route.dependant)
         ]
-        self.methods = {method for route in self.routes for method in route.methods}
+        self.methods = {method for route in self.routes for method in route.methods or ()}
 
     def __call__(self, scope: Scope) -> bool:
         if not scope["path"].startswith(PREFIX):

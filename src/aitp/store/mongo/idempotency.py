@@ -33,7 +33,7 @@ def document_of(record: IdempotencyRecord) -> dict[str, Any]:
 
 
 def _record(doc: dict[str, Any]) -> IdempotencyRecord:
-    kept = {name: doc.get(name) for name in ("scope", "key", "fingerprint", "token", "status", "body")}
+    kept: dict[str, Any] = {name: doc.get(name) for name in ("scope", "key", "fingerprint", "token", "status", "body")}
     return IdempotencyRecord(
         created_at=unix_seconds(doc["created_at"]), expires_at=unix_seconds(doc["expires_at"]), **kept
     )

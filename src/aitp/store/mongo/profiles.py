@@ -12,7 +12,8 @@ FIELDS = ("display_name", "avatar_url", "description", "updated_at")
 
 
 def _profile(doc: dict[str, Any]) -> ProfileRecord:
-    return ProfileRecord(actor=doc["_id"], **{name: doc.get(name) for name in FIELDS})
+    values: dict[str, Any] = {name: doc.get(name) for name in FIELDS}
+    return ProfileRecord(actor=doc["_id"], **values)
 
 
 class MongoProfiles(ProfileStore):

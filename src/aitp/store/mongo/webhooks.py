@@ -36,7 +36,7 @@ _DELIVERY_FIELDS = [f.name for f in fields(DeliveryRecord) if f.name != "id"]
 
 
 def _endpoint(doc: dict[str, Any]) -> EndpointRecord:
-    values = {name: doc.get(name) for name in (f.name for f in fields(EndpointRecord)) if name != "id"}
+    values: dict[str, Any] = {name: doc.get(name) for name in (f.name for f in fields(EndpointRecord)) if name != "id"}
     values["secrets"] = [WebhookSecret(**s) for s in doc["secrets"]]
     values["messages"] = doc.get("messages", "all")  # written before endpoints chose: all, as then
     values["on_client_error"] = doc.get("on_client_error", "skip")
@@ -45,7 +45,8 @@ def _endpoint(doc: dict[str, Any]) -> EndpointRecord:
 
 
 def _delivery(doc: dict[str, Any]) -> DeliveryRecord:
-    return DeliveryRecord(id=doc["_id"], **{name: doc.get(name) for name in _DELIVERY_FIELDS})
+    values: dict[str, Any] = {name: doc.get(name) for name in _DELIVERY_FIELDS}
+    return DeliveryRecord(id=doc["_id"], **values)
 
 
 def _document(delivery: DeliveryRecord) -> dict[str, Any]:

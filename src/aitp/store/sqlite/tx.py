@@ -35,7 +35,7 @@ def run_body(body: Body[T], conn: sqlite3.Connection) -> T:
     try:
         coroutine.send(None)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
     coroutine.close()
     raise RuntimeError("a SQLite transaction body awaited something other than its Tx")
 

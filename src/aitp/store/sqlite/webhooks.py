@@ -228,6 +228,7 @@ class SQLiteWebhooks(WebhookStore):
         return await self._engine.write(lambda conn: conn.execute(update, values).rowcount > 0)
 
     async def set_health(self, endpoint_id: str, failing_since: float | None, disabled_reason: str | None) -> None:
+        values: tuple[float | str | None, ...]
         if disabled_reason is None:
             update, values = "UPDATE webhook_endpoints SET failing_since = ? WHERE id = ?", (failing_since, endpoint_id)
         else:

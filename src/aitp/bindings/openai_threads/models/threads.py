@@ -105,8 +105,8 @@ class CreateThreadRequest(NewThread):
     """
 
     # AITP-T01 sends messages as bare strings; OpenAI as message objects.
-    messages: list[str | CreateMessageRequest] | None = None  # type: ignore[assignment]
-    actors: list[ActorInput] | None = None  # type: ignore[assignment]
+    messages: list[str | CreateMessageRequest] | None = None
+    actors: list[ActorInput] | None = None
     # AITP-T01's `actors` (an array of actors, or one as a JSON string) and `parent_id` ride in metadata
     metadata: Annotated[
         dict[str, Any] | None,

@@ -3,7 +3,7 @@ deliveries made to them."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,6 +30,9 @@ ORDERING = (
 )
 Ordering = Literal["thread", "none"]
 DeliveryStatus = Literal["pending", "succeeded", "failed", "canceled"]
+# The default of a field changed only when given: never used, so None, though the field's type refuses null (a
+# field given as null is refused); typed Any, as the type checker takes a default for a value of the field
+NOT_GIVEN: Any = None
 
 
 class CreateWebhookRequest(BaseModel):
@@ -51,13 +54,13 @@ class ModifyWebhookRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     # a field left out is not given (`model_fields_set`); its default is never used
-    url: str = Field(None, min_length=1, max_length=2048, description=URL)
-    event_types: list[EventType] = Field(None, description=EVENT_TYPES)
-    messages: Messages = Field(None, description=MESSAGES)
-    on_client_error: ClientErrorPolicy = Field(None, description=ON_CLIENT_ERROR)
-    ordering: Ordering = Field(None, description=ORDERING)
+    url: str = Field(NOT_GIVEN, min_length=1, max_length=2048, description=URL)
+    event_types: list[EventType] = Field(NOT_GIVEN, description=EVENT_TYPES)
+    messages: Messages = Field(NOT_GIVEN, description=MESSAGES)
+    on_client_error: ClientErrorPolicy = Field(NOT_GIVEN, description=ON_CLIENT_ERROR)
+    ordering: Ordering = Field(NOT_GIVEN, description=ORDERING)
     description: str | None = Field(None, max_length=512)
-    enabled: bool = Field(None, strict=True)
+    enabled: bool = Field(NOT_GIVEN, strict=True)
 
 
 class Webhook(BaseModel):

@@ -57,7 +57,8 @@ class ApiRoute(APIRoute):
             return handle
         admin_only = needs_admin(self.dependant)
         required = self.body_field.field_info.is_required()
-        body_type: TypeAdapter[Any] | None = TypeAdapter(self.body_field.field_info.annotation) if required else None
+        annotation = self.body_field.field_info.annotation  # a body field always has one (pydantic types it Optional)
+        body_type: TypeAdapter[Any] | None = TypeAdapter(annotation) if required and annotation is not None else None
 
         async def handler(request: Request) -> Response:
             if admin_only:

@@ -75,30 +75,33 @@ def changes(rt: Runtime) -> Signal:
 async def destination_refusal(url: str, settings: Settings) -> str | None:
     """Why `url` may not receive webhooks (None: it may). Raises 422 `invalid_url` for a URL that is not one.
     A host that does not resolve (yet) may be registered: each attempt resolves it again (`destination`)."""
-    parsed = parse_url(url, "delivered to")
+    return (await _checked(url, settings))[2]
+
+
+async def destination(url: str, settings: Settings) -> Pinned | str:
+    """Where an attempt connects: the address just checked, pinned (see `Pinned`); or why it may not."""
+    parsed, found, refusal = await _checked(url, settings)
+    if refusal is not None:
+        return refusal
+    if not found:
+        return f"{parsed.host} does not resolve."
+    return pinned(parsed, found[0])
+
+
+async def _checked(url: str, settings: Settings) -> tuple[httpx.URL, list[str], str | None]:
+    """The URL read, the addresses its host stands for now, and why it may not be sent to (None: it may)."""
+    parsed = _endpoint_url(url)
     denied = _denied(parsed, settings)  # before any lookup: a denied host is not even asked for
-    return denied if denied is not None else _refusal(parsed, await addresses(parsed), settings)
+    if denied is not None:
+        return parsed, [], denied
+    found = await addresses(parsed)
+    return parsed, found, _refusal(parsed, found, settings)
 
 
 @functools.lru_cache(maxsize=4096)
 def _endpoint_url(url: str) -> httpx.URL:
     """An endpoint's URL read once, not at every attempt (its parsing was ~8% of the engine's CPU under load)."""
     return parse_url(url, "delivered to")
-
-
-async def destination(url: str, settings: Settings) -> Pinned | str:
-    """Where an attempt connects: the address just checked, pinned (see `Pinned`); or why it may not."""
-    parsed = _endpoint_url(url)
-    denied = _denied(parsed, settings)
-    if denied is not None:
-        return denied
-    found = await addresses(parsed)
-    refusal = _refusal(parsed, found, settings)
-    if refusal is not None:
-        return refusal
-    if not found:
-        return f"{parsed.host} does not resolve."
-    return pinned(parsed, found[0])
 
 
 def _denied(url: httpx.URL, settings: Settings) -> str | None:

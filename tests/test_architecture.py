@@ -10,6 +10,11 @@
   nothing but the root.
 - `aitp.identity` (proofs of who an actor is) is a leaf: it imports nothing else of the package, so the Python
   client signs with the very code the server verifies with, and carries no server along.
+- Only `aitp.server` imports the web server (uvicorn): what couples to its internals is behind one wall, and
+  changing servers touches one package.
+- No binding imports another: what the HTTP faces share lives in `aitp.bindings.http`, which imports no other
+  binding. The core (everything but the bindings, the server and the composition root) imports no web framework
+  (FastAPI, Starlette, uvicorn), and only the A2A binding imports the A2A SDK.
 - No module awaits with `asyncio.wait_for`: on Python 3.11 it returns the inner result when that completes in
   the loop turn of a cancellation, and the cancellation is lost (a loop awaiting it then never ends, as the
   MongoDB heartbeat did in CI). `asyncio.timeout` does not lose it.
@@ -27,6 +32,10 @@ BACKENDS = ("aitp.store.sqlite", "aitp.store.mongo")
 BINDINGS = "aitp.bindings"
 DELIVERIES = "aitp.deliveries"
 BINDING_IMPORTERS = ("aitp.app", "aitp.cli", "aitp.client")
+SERVER = "aitp.server"
+SHARED_HTTP = "aitp.bindings.http"
+ROOT = ("aitp.app", "aitp.cli", "aitp.command")
+WEB_FRAMEWORKS = ("fastapi", "starlette", "uvicorn")
 
 
 def module_name(path: Path) -> str:
@@ -74,6 +83,19 @@ def imports_of(module: str) -> frozenset[str]:
             if target is not None and target != module:
                 found.add(target)
     return frozenset(found)
+
+
+@cache
+def libraries_of(module: str) -> frozenset[str]:
+    """The top-level names of the libraries outside the package that `module` imports, wherever the import is."""
+    tree = ast.parse(modules()[module].read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return frozenset(found - {PACKAGE})
 
 
 def graph() -> dict[str, frozenset[str]]:
@@ -161,6 +183,61 @@ def test_no_core_module_imports_a_way_out() -> None:
         if not is_within(module, (*faces, *BINDING_IMPORTERS))
     }
     assert {module: names for module, names in importers.items() if names} == {}
+
+
+def binding_of(module: str) -> str | None:
+    """`aitp.bindings.a2a.handler` -> `aitp.bindings.a2a`; None outside the bindings."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if is_within(module, (BINDINGS,)) and len(parts) > 2 else None
+
+
+def test_no_binding_imports_another_but_the_shared_http_one() -> None:
+    crossings = {
+        module: sorted(
+            target
+            for target in targets
+            if binding_of(target) not in (None, binding_of(module)) and binding_of(target) != SHARED_HTTP
+        )
+        for module, targets in graph().items()
+        if binding_of(module) is not None
+    }
+    shared = {
+        module: sorted(target for target in targets if binding_of(target) not in (None, SHARED_HTTP))
+        for module, targets in graph().items()
+        if binding_of(module) == SHARED_HTTP
+    }
+    assert {module: names for module, names in crossings.items() if names} == {}
+    assert {module: names for module, names in shared.items() if names} == {}
+
+
+def test_only_the_server_package_imports_uvicorn() -> None:
+    importers = sorted(
+        module for module in modules() if "uvicorn" in libraries_of(module) and not is_within(module, (SERVER,))
+    )
+    assert importers == []
+
+
+def test_the_core_imports_no_web_framework() -> None:
+    importers = {
+        module: sorted(libraries_of(module) & set(WEB_FRAMEWORKS))
+        for module in modules()
+        if not is_within(module, (BINDINGS, SERVER, *ROOT))
+    }
+    assert {module: names for module, names in importers.items() if names} == {}
+
+
+def test_only_the_a2a_binding_imports_the_a2a_sdk() -> None:
+    importers = sorted(
+        module for module in modules() if "a2a" in libraries_of(module) and not is_within(module, (f"{BINDINGS}.a2a",))
+    )
+    assert importers == []
+
+
+def test_the_library_reader_sees_imports_of_every_kind() -> None:
+    """A guard on the reader: the server's own modules are seen importing uvicorn, the A2A binding the SDK."""
+    assert any("uvicorn" in libraries_of(module) for module in modules() if is_within(module, (SERVER,)))
+    assert any("a2a" in libraries_of(module) for module in modules() if is_within(module, (f"{BINDINGS}.a2a",)))
+    assert "fastapi" in libraries_of("aitp.app")
 
 
 def test_the_identity_package_is_a_leaf() -> None:

@@ -1,7 +1,7 @@
 """docs/agents.md runs as written: each `<!-- run: NAME -->` block against a real `aitp serve` (Python blocks
 with this interpreter, shell blocks with bash), with the environment the guide asks for (`AITP_URL`,
 `AITP_KEY`, and `USER_KEY`, `SHOP_KEY` for the blocks that play both actors), and prints what the guide says
-it prints. The guide, the README and the examples name the server and a key alike."""
+it prints. The docs, the README and the examples name the server and a key alike."""
 
 from __future__ import annotations
 
@@ -80,7 +80,8 @@ OLD_SERVER_NAME = re.compile(r"""\$\{?AITP(?![A-Za-z0-9_])|["']AITP["']|^AITP=""
 
 def test_the_docs_and_examples_name_the_server_aitp_url() -> None:
     """One set of names for a reader to export: `AITP_URL` for the server (and `AITP_KEY` for a key)."""
-    paths = [ROOT / "README.md", GUIDE, ROOT / "examples" / "README.md", *sorted((ROOT / "examples").glob("*.py"))]
+    docs = sorted((ROOT / "docs").rglob("*.md"))
+    paths = [ROOT / "README.md", *docs, ROOT / "examples" / "README.md", *sorted((ROOT / "examples").glob("*.py"))]
     for path in paths:
         found = OLD_SERVER_NAME.search(path.read_text())
         assert found is None, f"{path.relative_to(ROOT)} reads the server from {found[0]!r}: use AITP_URL"

@@ -99,10 +99,10 @@ async def test_the_python_client_signs_in_with_a_key_pair_in_ten_lines(api: API,
     assert refused.value.code == "key_not_published"
 
 
-def test_the_readmes_sign_in_example_runs_as_written(site: KeySite, server: ServerProcess) -> None:
-    """The README's Python example, with the server and the host of this test for its placeholders; what it
-    prints to publish is what the host serves."""
-    (block,) = marked_blocks(ROOT / "README.md", "identity").values()
+def test_the_identity_pages_sign_in_example_runs_as_written(site: KeySite, server: ServerProcess) -> None:
+    """The Python example of docs/identity.md, with the server and the host of this test for its placeholders;
+    what it prints to publish is what the host serves."""
+    (block,) = marked_blocks(ROOT / "docs" / "identity.md", "identity").values()
     code = block.code.replace("https://aitp.example", server.base_url).replace("sunnysocks.example", site.host)
     printed: list[object] = []
 
@@ -111,7 +111,7 @@ def test_the_readmes_sign_in_example_runs_as_written(site: KeySite, server: Serv
             site.body = json.dumps(values[0]).encode()
         printed.append(values)
 
-    exec(compile(code, "README.md", "exec"), {"print": publish_or_print, "__name__": "__main__"})
+    exec(compile(code, "docs/identity.md", "exec"), {"print": publish_or_print, "__name__": "__main__"})
     verification, expires_at = printed[-1]
     assert verification.kind == "domain" and verification.identifier == site.host and expires_at
     shop_policy = httpx.get(

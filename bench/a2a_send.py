@@ -8,7 +8,7 @@ both under wrk in the same run, rounds interleaved so that load from other proce
   through the agent per request.
 - reference: the SDK's `DefaultRequestHandler` with its `InMemoryTaskStore` and an `AgentExecutor` that
   completes the task with its answer at once, behind the SDK's own JSON-RPC routes (`--reference`), served
-  with `aitp serve`'s uvicorn options (`aitp.cli.uvicorn_options`). Nothing is persisted.
+  with `aitp serve`'s uvicorn options (`aitp.server.serving.uvicorn_options`). Nothing is persisted.
 Every request is a fresh text message (new messageId, no contextId: a new task in a new context each time;
 aitp reserves each messageId, so that one sent again answers the same task) and both answer a completed
 Task holding the agent's message. Figures: requests/s (median over rounds), latency, server CPU µs per
@@ -129,8 +129,8 @@ def reference_app() -> Any:
 def serve_reference(port: int) -> None:
     import uvicorn
 
-    from aitp.cli import uvicorn_options
     from aitp.config import Settings
+    from aitp.server.serving import uvicorn_options
 
     uvicorn.run(reference_app(), **uvicorn_options(Settings(port=port)))
 

@@ -1,5 +1,5 @@
 """The ingest baseline: a bare FastAPI JSON echo on the route aitp takes messages on, served with
-`aitp serve`'s own uvicorn options (`aitp.cli.uvicorn_options`), so the difference between the two is
+`aitp serve`'s own uvicorn options (`aitp.server.serving.uvicorn_options`), so the difference between the two is
 what aitp does per message: auth, membership, validation, the store write, the event.
 
 Run: python bench/echo_app.py --port 8001
@@ -13,9 +13,9 @@ from typing import Any
 import uvicorn
 from fastapi import Body, FastAPI
 
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.cli import uvicorn_options
+from aitp.bindings.http.responses import FastJSONResponse
 from aitp.config import Settings
+from aitp.server.serving import uvicorn_options
 
 app = FastAPI(title="echo")
 

@@ -1,4 +1,4 @@
-"""The access log (`aitp.access_log`): one line per HTTP request, uvicorn's line, its secrets redacted.
+"""The access log (`aitp.server.access_log`): one line per HTTP request, uvicorn's line, its secrets redacted.
 
 Specification: `aitp serve` writes, for every HTTP request, `INFO:     <client> - "<method> <path?query>
 HTTP/<version>" <status> <phrase>` to its output as the request is answered (not at exit), with a key in
@@ -18,7 +18,7 @@ import pytest
 from uvicorn.config import LOGGING_CONFIG
 from uvicorn.logging import AccessFormatter
 
-from aitp.access_log import AccessLog, AccessLogger
+from aitp.server.access_log import AccessLog, AccessLogger
 from aitp.testing import start_server
 from tests.conftest import ADMIN_KEY
 

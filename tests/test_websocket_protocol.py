@@ -1,4 +1,4 @@
-"""How `aitp serve`'s WebSocket protocol (`aitp.websocket_protocol`) writes frames to the connection.
+"""How `aitp serve`'s WebSocket protocol (`aitp.server.websocket_protocol`) writes frames to the connection.
 
 Specification: the frames the app sends in one turn of the event loop (here: the handshake's answer and
 three events) reach the connection in one write, in order, once that turn ends; a frame sent in a later
@@ -14,7 +14,7 @@ from typing import Any
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from aitp.websocket_protocol import WebSocketProtocol
+from aitp.server.websocket_protocol import WebSocketProtocol
 
 HANDSHAKE = (
     b"GET /ws HTTP/1.1\r\nHost: aitp\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"

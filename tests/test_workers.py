@@ -28,7 +28,7 @@ import httpx
 import pytest
 
 from aitp.config import Settings
-from aitp.serving import WorkerConfig, uvicorn_options
+from aitp.server.serving import WorkerConfig, uvicorn_options
 from aitp.testing import ServerProcess
 from tests.conftest import ADMIN_KEY, Backend
 from tests.support.live import sse_frames

@@ -14,7 +14,6 @@ from typing import TypeVar
 from aitp import cli_identity, redaction
 from aitp.auth import expired
 from aitp.config import Settings
-from aitp.serving import uvicorn_options as uvicorn_options  # re-exported: tests and benchmarks use it
 from aitp.store import Store, StoreError, in_memory, opened, store_exists
 from aitp.store.keys import KeyRecord
 
@@ -34,8 +33,9 @@ def _with_store(settings: Settings, fn: Callable[[Store], Awaitable[T]]) -> T:
 
 def serve(settings: Settings, workers: int = 1) -> int:
     """`aitp serve`: what must happen once (the store created, the admin key and sign-in link printed) here,
-    then the server, in this process or in `workers` worker processes (aitp.serving)."""
-    from aitp import serving
+    then the server, in this process or in `workers` worker processes (aitp.server.serving)."""
+    from aitp.bindings.http.errors import envelope
+    from aitp.server import serving
 
     if in_memory(settings.store_url):
         print(
@@ -76,7 +76,7 @@ def serve(settings: Settings, workers: int = 1) -> int:
             print(f"aitp: web UI at {base}/ (a sign-in link for the admin: aitp admin link)", flush=True)
     if workers > 1:
         print(f"aitp: {workers} worker processes on one port (limits and caches are per worker)", flush=True)
-    return serving.serve(settings, workers)
+    return serving.serve(settings, workers, render=envelope)  # refusals below the app: the HTTP faces' body
 
 
 def _base_url(settings: Settings) -> str:

@@ -28,9 +28,10 @@ class Settings:
     keepalive_seconds: float = 15.0  # SSE comment / WebSocket ping interval
     poll_interval: float = 0.1  # seconds between reads of the shared event log while idle (other instances)
     ws_compression: bool = False  # permessage-deflate: ~35 KiB more per WebSocket and CPU per frame sent
-    # input limits (aitp.inputs.limits; the body as a whole: aitp.context): refused with 4xx before any expensive work
+    # input limits (aitp.inputs.limits; the body as a whole: aitp.bindings.http.context): refused with 4xx before
+    # any expensive work
     max_body_bytes: int = 1 << 20  # request body, and a WebSocket frame
-    # the connection, below the app (aitp.http_protocol.LimitedHttpProtocol): 431, 408 and 503 refusals
+    # the connection, below the app (aitp.server.http_protocol.LimitedHttpProtocol): 431, 408 and 503 refusals
     max_header_bytes: int = 64 << 10  # request line and header fields together
     max_headers: int = 100  # header fields per request
     header_timeout: float = 10.0  # seconds for a request head to arrive whole (and for a new connection's first)

@@ -3,9 +3,9 @@
 Browsers cannot set headers on a WebSocket: old clients sent their key as `?token=` (deprecated; the web UI
 sends a one-time `?ticket=`); uvicorn's access log (HTTP) and its WebSocket log write the request's path with
 its query, which put the full key in the log.
-Every handler `aitp serve` logs through (uvicorn's and the root one) carries `RedactSecrets` (the access
-log's handler, `aitp.access_log`, applies `redact` to each line itself), which replaces, in the message,
-its arguments and its traceback:
+Every handler `aitp serve` logs through (the server's, `aitp.server.log_config`, and the root one) carries
+`RedactSecrets` (the access log's handler, `aitp.server.access_log`, applies `redact` to each line itself),
+which replaces, in the message, its arguments and its traceback:
 - the value of a `token` or `ticket` query parameter (its name as the server decodes it: `%74oken=` too);
 - anything shaped like an API key (`aitp_` and 40+ URL-safe characters), wherever it appears;
 - in an absolute URL (httpx's "HTTP Request: POST <url>" line for every webhook and A2A attempt, the
@@ -98,19 +98,6 @@ class RedactSecrets(logging.Filter):
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
         return True
-
-
-def uvicorn_log_config() -> dict[str, Any]:
-    """uvicorn's logging configuration, with `RedactSecrets` on each of its handlers but the access log's,
-    which is `aitp.access_log.AccessLog` (the same line, redacted by the handler itself, for less CPU)."""
-    from uvicorn.config import LOGGING_CONFIG
-
-    config: dict[str, Any] = {**LOGGING_CONFIG, "filters": {"redact_secrets": {"()": RedactSecrets}}}
-    config["handlers"] = {
-        name: {**handler, "filters": ["redact_secrets"]} for name, handler in LOGGING_CONFIG["handlers"].items()
-    }
-    config["handlers"]["access"] = {"class": "aitp.access_log.AccessLog", "stream": "ext://sys.stdout"}
-    return config
 
 
 def redact_root_handlers() -> None:

@@ -3,7 +3,7 @@
 Specification: a refusal is a 4xx OpenAI envelope whose `code` names the limit and whose `param` names the
 field; the request body as a whole is refused with 413 `request_too_large` without the server reading it
 all, whether it declares its length or streams it in chunks; posts over the WebSocket follow the same rules.
-The limits are the defaults documented in the README (`AITP_MAX_*`).
+The limits are the defaults documented in docs/configuration.md (`AITP_MAX_*`) and docs/api.md (Limits).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def test_the_defaults_are_the_documented_ones() -> None:
     )
     assert limits == (1 << 20, 32, 256_000, 64, 32, 32, 256 << 10, 32, 32, 64)
     assert (DEFAULTS.rate_limit, DEFAULTS.rate_burst) == (50.0, 100)
-    # the request head and connections (aitp.http_protocol.LimitedHttpProtocol; tests/test_connection_limits.py)
+    # the request head and connections (aitp.server.http_protocol.LimitedHttpProtocol; tests/test_connection_limits.py)
     heads = (DEFAULTS.max_header_bytes, DEFAULTS.max_headers, DEFAULTS.header_timeout, DEFAULTS.max_connections)
     assert heads == (64 << 10, 100, 10.0, 10_000)
     changed = Settings.from_env({"AITP_MAX_CONTENT_PARTS": "4", "AITP_RATE_LIMIT": "0"})

@@ -1,10 +1,9 @@
-"""A2A's JSON-RPC endpoint takes a short way through the app (`aitp.lane`), and answers as every route does.
+"""A2A's JSON-RPC endpoint answers refusals and failures as every route does.
 
 Specification: `POST /a2a/{actor}` without a key, or with a wrong one, is 401; over the key's rate 429 with
 `Retry-After`; a body declared or streamed over `AITP_MAX_BODY_BYTES` 413 `request_too_large` with
 `Connection: close`; a failure nothing expected (here: the store went away) 500 `internal_error`; each
-answer the same envelope, status and headers as the same refusal on a Threads API route. The lane takes
-a request only for the route the router would have given it (`POST /v1/threads/{id}/messages` too).
+answer the same envelope, status and headers as the same refusal on a Threads API route.
 """
 
 from __future__ import annotations
@@ -12,13 +11,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import httpx
-import pytest
-from starlette.routing import Match
 
-from aitp.app import create_app
 from aitp.config import Settings
 from aitp.gate import Gate
-from aitp.lane import Lane
 from aitp.services.rate_limit import RateLimiter
 from tests.api.test_rate_limit import FakeClock
 from tests.conftest import API
@@ -108,17 +103,3 @@ async def test_a_failure_under_the_route_is_the_500_envelope_as_on_any_route(api
     assert lane.status_code == 500
     assert lane.json()["error"]["code"] == "internal_error"
     assert answer(lane) == answer(elsewhere)
-
-
-@pytest.mark.parametrize(
-    ("method", "path"), [("POST", "/a2a/shop"), ("POST", "/v1/threads/thread_abc/messages"), ("GET", "/a2a/shop")]
-)
-def test_a_request_the_lane_takes_is_the_one_the_router_would_give_the_same_route(method: str, path: str) -> None:
-    app = create_app(Settings(store_url="sqlite:///:memory:"))
-    layer = app.build_middleware_stack()
-    while not isinstance(layer, Lane):
-        layer = layer.app
-    scope = {"type": "http", "method": method, "path": path, "root_path": "", "headers": [], "query_string": b""}
-    routers = next(route for route in app.router.routes if route.matches(scope)[0] is Match.FULL)
-    lanes = next((route for route, _ in layer.routes if route.matches(scope)[0] is Match.FULL), None)
-    assert lanes is (routers if method == "POST" else None)

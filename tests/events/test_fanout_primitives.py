@@ -8,10 +8,10 @@ import asyncio
 import orjson
 
 from aitp.bindings.openai_threads import render
-from aitp.cli import uvicorn_options
 from aitp.config import Settings
 from aitp.events.hub import Hub, Signal, first_of
 from aitp.events.stream import Frame, Render
+from aitp.server.serving import uvicorn_options
 from aitp.store import Store
 from aitp.store.base import EventRecord
 from tests.store.test_contract import make_thread, post

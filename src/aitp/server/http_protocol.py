@@ -1,27 +1,41 @@
 """The HTTP connection, below the app: limits on the request head and on open connections that uvicorn's
 httptools protocol lacks (431 `request_header_fields_too_large`, 408 `request_timeout`, 503
-`connection_limit_reached`). `aitp serve` hands `http_protocol(settings)` to uvicorn."""
+`connection_limit_reached`). `aitp serve` hands `http_protocol(settings)` to uvicorn.
+
+The protocol extends uvicorn's by its parser callbacks and around its `data_received`, never copying it: a
+head over the limits raises `HeadTooLarge` from a callback, which uvicorn's `data_received` meets as a parser
+error and answers with `send_400_response`, here the 431 instead. `tests/server/test_internals.py` pins what
+this relies on in uvicorn."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-import httptools
 import orjson
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from aitp.access_log import AccessLogger
 from aitp.errors import APIError, RequestHeaderFieldsTooLarge, RequestTimeout, ServiceUnavailable
+from aitp.server.access_log import AccessLogger
 
 if TYPE_CHECKING:
     from aitp.config import Settings
 
 
+Render = Callable[[APIError], Any]  # a refusal as the JSON body the client reads
+
+
+def core_fields(error: APIError) -> dict[str, Any]:
+    """A refusal's body when no face renders it (`http_protocol(render=...)`): the core error's fields."""
+    return {"error": {"message": error.message, "param": error.param, "code": error.code}}
+
+
 class HeadTooLarge(Exception):
-    """Raised from a parser callback to stop parsing a head with too many fields."""
+    """Raised from a parser callback to stop parsing a head over the limits (uvicorn then answers the parser
+    error with `send_400_response`, which answers 431 instead)."""
 
 
 class LimitedHttpProtocol(HttpToolsProtocol):
@@ -48,6 +62,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     max_headers = 100
     head_timeout = 10.0
     max_connections = 0  # 0: no limit
+    render: Render = staticmethod(core_fields)  # the refusals' body: the composition root gives the faces' own
     _refusal_logged = float("-inf")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -64,6 +79,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         self._chunks = 0
         self._head_timer: asyncio.TimerHandle | None = None
         self._refused = False
+        self._too_large = False  # a callback found the head over the limits (the parser error that follows)
 
     # connection
 
@@ -93,28 +109,10 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         if self._refused:
             return  # lingering after a refusal: what the client still sends is dropped
         head_was_open, in_body, body_bytes = self._head_open, self._in_body, self._body_bytes
-        self._unset_keepalive_if_required()
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            if self._should_upgrade():
-                self.handle_websocket_upgrade()
-            else:
-                self._unsupported_upgrade_warning()
-            return
-        except httptools.HttpParserError as error:
-            if isinstance(error.__context__, HeadTooLarge):
-                self._refuse(self._head_too_large())
-                return
-            self.logger.warning("Invalid HTTP request received.")
-            self.send_400_response("Invalid HTTP request received.")
+        super().data_received(data)  # feeds the parser; a parser error is answered by send_400_response
+        if self._refused or self.transport.is_closing():
             return
         if self._head_open:
-            if self._head_started and self._head_timer is None:
-                # A head still incomplete after this read is timed from now. Armed here rather than when a
-                # head begins: most heads arrive whole in one read, and a timer made and cancelled for
-                # each request was CPU every request paid (bench/a2a_send.py).
-                self._arm_head_timer()
             # Only reads that began inside the head count: one that also ends the previous request's body
             # may start a head, which is then at most that one read ahead of the count.
             if head_was_open:
@@ -134,29 +132,31 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self._head_open = self._head_started = True
         self._head_bytes = self._head_size = self._header_count = 0
+        self._arm_head_timer()  # (already armed for the connection's first head)
 
     def on_url(self, url: bytes) -> None:
         self._head_size += len(url)
         if self._head_size > self.max_head_bytes:
-            raise HeadTooLarge
+            self._stop_too_large()
         super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_count += 1
         self._head_size += len(name) + len(value) + 4  # with ": " and CRLF
         if self._header_count > self.max_headers or self._head_size > self.max_head_bytes:
-            raise HeadTooLarge
+            self._stop_too_large()
         super().on_header(name, value)
+
+    def _stop_too_large(self) -> None:
+        self._too_large = True
+        raise HeadTooLarge
 
     def on_headers_complete(self) -> None:
         self._head_open = self._head_started = False
         self._in_body = True
         self._body_bytes = self._framing_bytes = self._chunks = 0
         self._cancel_head_timer()
-        previous = self.cycle
         super().on_headers_complete()
-        if self.cycle is not previous and self.cycle is not None:  # a request to answer (not an upgrade)
-            self.cycle.transport = OneWrite(self.transport, self.cycle)  # type: ignore[assignment]
 
     def on_body(self, body: bytes) -> None:
         self._body_bytes += len(body)
@@ -170,6 +170,13 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         super().on_message_complete()
 
     # refusals
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a parser error: a head over the limits is a 431 (the error a callback raised)."""
+        if self._too_large:
+            self._refuse(self._head_too_large())
+        else:
+            super().send_400_response(msg)
 
     def _head_too_large(self) -> APIError:
         return RequestHeaderFieldsTooLarge(
@@ -208,7 +215,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
                 return
             cycle.disconnected = True  # the app reads a disconnect; what it may still send goes nowhere
             cycle.message_event.set()
-        body = orjson.dumps(error.envelope())
+        body = orjson.dumps(self.render(error))
         headers = {
             "content-type": "application/json",
             "content-length": str(len(body)),
@@ -223,41 +230,6 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     def eof_received(self) -> None:
         if self._refused:
             self.transport.close()  # the client read the answer and is done
-
-
-class OneWrite:
-    """The transport as a response's cycle writes to it: the head of a response framed by its Content-Length
-    is held until the first write of its body and goes out with it, one system call where uvicorn made two
-    (a send per write: ~6% of an A2A SendMessage's CPU, bench/a2a_send.py). Streamed (chunked) responses,
-    whose first body part may come much later (SSE), and HEAD answers, which have none, are not held."""
-
-    __slots__ = ("_transport", "_cycle", "_head", "_held")
-
-    def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle) -> None:
-        self._transport = transport
-        self._cycle = cycle
-        self._head: bytes | None = None
-        self._held = False  # the head was taken (it is the first write once the response has started)
-
-    def write(self, data: bytes) -> None:
-        if self._head is not None:
-            data, self._head = self._head + data, None
-        elif not self._held and self._cycle.response_started:
-            self._held = True
-            cycle = self._cycle
-            if cycle.chunked_encoding is False and cycle.scope["method"] != "HEAD":
-                self._head = data
-                return
-        self._transport.write(data)
-
-    def close(self) -> None:
-        if self._head is not None:  # an answer that ended before its body (the app failed): as it was
-            self._transport.write(self._head)
-            self._head = None
-        self._transport.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
 
 
 LINGER = 2.0  # seconds a refused connection is read (and dropped) before it is closed
@@ -307,12 +279,14 @@ def connection_limit(wanted: int) -> int:
     return fits if wanted <= 0 else min(wanted, fits)
 
 
-def http_protocol(settings: Settings) -> type[LimitedHttpProtocol]:
-    """The HTTP protocol class for uvicorn (`http=`), with the settings' limits on heads and connections."""
+def http_protocol(settings: Settings, render: Render = core_fields) -> type[LimitedHttpProtocol]:
+    """The HTTP protocol class for uvicorn (`http=`), with the settings' limits on heads and connections, its
+    refusals' bodies rendered by `render` (the server imports no face: `aitp serve` passes the HTTP faces')."""
     limits = {  # 0 (or less): no limit, as for the other limits
         "max_head_bytes": settings.max_header_bytes if settings.max_header_bytes > 0 else sys.maxsize,
         "max_headers": settings.max_headers if settings.max_headers > 0 else sys.maxsize,
         "head_timeout": settings.header_timeout,
         "max_connections": connection_limit(settings.max_connections),
+        "render": staticmethod(render),
     }
     return type("AitpHttpProtocol", (LimitedHttpProtocol,), limits)

@@ -7,7 +7,8 @@ bench/a2a_send.py), whose agent gets several events per request on its inbox soc
 the loop writes (the events of one wake-up of a stream, an answer to a post with them) are joined and
 sent at the end of that turn, in order; a frame written alone goes out at the end of its turn too, before
 the loop waits for the network again. Closing the connection sends what is pending first.
-`aitp serve` hands `WebSocketProtocol` to uvicorn (`ws=`, `aitp.serving.uvicorn_options`).
+`aitp serve` hands `WebSocketProtocol` to uvicorn (`ws=`, `aitp.server.serving.uvicorn_options`); what it
+relies on in uvicorn's protocol is pinned in `tests/server/test_internals.py`.
 """
 
 from __future__ import annotations

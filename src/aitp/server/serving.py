@@ -25,8 +25,9 @@ from uvicorn.supervisors import Multiprocess
 
 from aitp import redaction
 from aitp.config import Settings
-from aitp.http_protocol import http_protocol
-from aitp.websocket_protocol import WebSocketProtocol
+from aitp.server.http_protocol import Render, core_fields, http_protocol
+from aitp.server.log_config import uvicorn_log_config
+from aitp.server.websocket_protocol import WebSocketProtocol
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -38,16 +39,17 @@ if TYPE_CHECKING:
 GC_THRESHOLDS = tuple(int(x) for x in os.environ.get("AITP_GC_THRESHOLDS", "50000,20,100").split(","))
 
 
-def uvicorn_options(settings: Settings) -> dict[str, Any]:
-    """How `aitp serve` runs uvicorn (the ingest benchmark serves its baseline with the same options)."""
+def uvicorn_options(settings: Settings, render: Render = core_fields) -> dict[str, Any]:
+    """How `aitp serve` runs uvicorn (the ingest benchmark serves its baseline with the same options);
+    `render` writes the bodies of the refusals below the app (`aitp.server.http_protocol`)."""
     return {
         "host": settings.host,
         "port": settings.port,
         "log_level": "info",
-        "log_config": redaction.uvicorn_log_config(),  # its handlers redact secrets (keys, URLs' query values)
+        "log_config": uvicorn_log_config(),  # its handlers redact secrets (keys, URLs' query values)
         # uvicorn's httptools protocol, plus limits on the request head (size, fields, time: 431, 408) and
         # on open connections (503 at once beyond AITP_MAX_CONNECTIONS, raising the open-file limit to fit)
-        "http": http_protocol(settings),
+        "http": http_protocol(settings, render),
         # HTTP keep-alive: uvicorn's 5 s default let idle connections close while a client (200 of them
         # in a load test) was sending its next request on them: "connection closed without response"
         "timeout_keep_alive": 30,
@@ -87,9 +89,10 @@ class WorkerConfig(uvicorn.Config):
     """`uvicorn_options(settings)` and the app, as a worker process builds them from the settings (which
     pickle, unlike the app and the protocol class) when uvicorn loads its config there."""
 
-    def __init__(self, settings: Settings, workers: int) -> None:
+    def __init__(self, settings: Settings, workers: int, render: Render = core_fields) -> None:
         self.settings = settings
-        options = {**uvicorn_options(settings), "http": "httptools"}  # the class: in load(), per worker
+        self.render = render  # a module's function: pickled by name
+        options = {**uvicorn_options(settings, render), "http": "httptools"}  # the class: in load(), per worker
         super().__init__(functools.partial(service_app, settings), factory=True, workers=workers, **options)
 
     def configure_logging(self) -> None:
@@ -98,17 +101,17 @@ class WorkerConfig(uvicorn.Config):
 
     def load(self) -> None:
         if not self.loaded:
-            self.http = http_protocol(self.settings)
+            self.http = http_protocol(self.settings, self.render)
         super().load()
 
 
-def serve(settings: Settings, workers: int = 1) -> int:
+def serve(settings: Settings, workers: int = 1, render: Render = core_fields) -> int:
     """Serve until stopped (SIGTERM, SIGINT); the exit status. One worker runs in this process; more run
     in child processes on one socket bound here, each its own instance of the service."""
     if workers <= 1:
-        uvicorn.run(service_app(settings), **uvicorn_options(settings))
+        uvicorn.run(service_app(settings), **uvicorn_options(settings, render))
         return 0
-    config = WorkerConfig(settings, workers)
+    config = WorkerConfig(settings, workers, render)
     socket = config.bind_socket()
     supervisor = Multiprocess(config, sockets=[socket])
     try:

@@ -8,7 +8,7 @@ arguments, and every line is flushed to the stream on its own (a write system ca
   arguments as they are, redacts the finished line once, and flushes what was written once per turn of the
   event loop: the lines of the requests answered in that turn go out in one write, still as they are
   answered. On a terminal the line keeps uvicorn's colours (its formatter).
-- `AccessLogger` is that logger as our HTTP protocol (`aitp.http_protocol`) hands it to uvicorn: while an
+- `AccessLogger` is that logger as our HTTP protocol (`aitp.server.http_protocol`) hands it to uvicorn: while an
   `AccessLog` alone takes the logger's records, a line goes straight to it, without the `LogRecord` the
   logger makes (most of what remained); otherwise (other handlers, filters, a level above INFO) through
   the logger as before. `access_log=False` still turns the log off (uvicorn then calls neither).

@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from aitp.bindings.a2a.tasks import TASK, parse_task_id
 from aitp.client import Agent, AitpClient, Incoming
+from aitp.services.a2a_fold import TASK, parse_task_id
 from aitp.store import Store, open_store
 from tests.bindings.test_a2a import Service, service
 from tests.conftest import REAL_MONGODB_URI, Backend, _with_database

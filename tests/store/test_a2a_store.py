@@ -1,15 +1,20 @@
 """`store.a2a` on every backend: an actor's A2A settings are replaced whole but keep their cursor, which
 moves only from where it is; a context is bound to the first thread offered for it; a remote agent's task
-is kept per actor and thread."""
+is kept per actor and thread; the threads a caller shares with an agent are read a page at a time, newest
+first."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from aitp.store import Store
 from aitp.store.a2a import A2AAgentRecord, RemoteTaskRecord
+from aitp.store.mongo import a2a as mongo_a2a
 from aitp.store.sqlite.store import SQLiteStore
+from tests.store.test_contract import ev, make_thread
 
 
 async def test_settings_are_replaced_and_keep_their_cursor(store: Store) -> None:
@@ -83,3 +88,21 @@ async def test_a_store_written_before_reply_policies_reads_the_defaults(tmp_path
         assert (await store.a2a.remote_task("bot", "thread_1")) is not None
     finally:
         await store.close()
+
+
+async def test_the_threads_a_caller_shares_with_an_agent_are_paged_newest_first(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mongo_a2a, "SHARED_BATCH", 2)  # MongoDB reads the caller's memberships in batches
+    members = [("alice", "shop"), ("alice", "bob"), ("shop", "alice", "bob"), ("bob", "shop"), ("alice", "shop")]
+    made = [(await make_thread(store, actors, ("hi",)))[0].id for actors in members]
+    gone, _, _ = await make_thread(store, ("alice", "shop"), ("soon deleted",))
+    await store.delete_thread(gone.id, ev("thread.deleted", id=gone.id))
+    await store.remove_actor(made[4], "shop", ev("thread.actor.left", id="shop"))  # the agent left it
+
+    shared = [made[2], made[0]]  # newest first; not bob's, not alice's with bob only, not deleted, not left
+    assert await store.a2a.shared_threads("alice", "shop", limit=10) == shared
+    assert await store.a2a.shared_threads("alice", "shop", limit=1) == shared[:1]
+    assert await store.a2a.shared_threads("alice", "shop", limit=10, before=made[2]) == shared[1:]
+    assert await store.a2a.shared_threads("shop", "alice", limit=10) == shared
+    assert await store.a2a.shared_threads("carol", "shop", limit=10) == []

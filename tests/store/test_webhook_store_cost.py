@@ -19,7 +19,7 @@ import pytest
 
 from aitp.store import Store
 from aitp.store.sqlite import SQLiteStore
-from aitp.store.sqlite.webhooks import DUE_HEADS, HASTEN, NEXT_DUE, PRUNE
+from aitp.store.sqlite.webhooks import HASTEN, HEADS, PENDING, PRUNE
 from aitp.store.webhooks import Claim, DeliveryRecord, delivery_id
 from tests.store.test_webhooks import LEASE, NOW, delivery, endpoint
 
@@ -34,8 +34,8 @@ def plan(conn: sqlite3.Connection, sql: str, values: tuple[object, ...] | dict[s
 
 def plans(conn: sqlite3.Connection) -> dict[str, str]:
     return {
-        "claim": plan(conn, DUE_HEADS, {"endpoint": "wh_1", "now": NOW, "limit": 8}),
-        "next_due": plan(conn, NEXT_DUE, {"endpoint": "wh_1"}),
+        "heads": plan(conn, HEADS, {"endpoint": "wh_1"}),  # what an ordered claim and next_due read
+        "pending": plan(conn, PENDING, {"endpoint": "wh_1"}),  # what an unordered one reads
         "hasten": plan(conn, HASTEN, (NOW, "wh_1", NOW)),
         "prune": plan(conn, PRUNE, (NOW, 100)),
     }
@@ -63,13 +63,13 @@ async def test_the_engine_reads_of_sqlite_go_through_the_pending_index_however_l
         await store.close()
 
     assert full == empty  # the same plan, with the history as without it
-    for name in ("claim", "next_due"):
+    for name in ("heads", "pending"):
         # each read of the table a seek in the pending index (one per thread waiting), none in another
         reads = [line for line in full[name].splitlines() if line.startswith(("SEARCH", "SCAN")) and " USING " in line]
         assert reads and all("USING INDEX webhook_deliveries_pending" in line for line in reads), full[name]
         assert "SCAN webhook_deliveries" not in full[name] and "SCAN d" not in full[name], full[name]
-        head = "SEARCH d USING INDEX webhook_deliveries_pending (endpoint_id=? AND thread_id=? AND gid=?)"
-        assert head in full[name], full[name]  # each head looked up by its key, from the heads found
+    head = "SEARCH d USING INDEX webhook_deliveries_pending (endpoint_id=? AND thread_id=? AND gid=?)"
+    assert head in full["heads"], full["heads"]  # each head looked up by its key, from the heads found
     assert "USING INDEX webhook_deliveries_pending" in full["hasten"]
     assert "USING INDEX webhook_deliveries_finished" in full["prune"]
 

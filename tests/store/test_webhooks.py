@@ -16,7 +16,16 @@ from dataclasses import asdict, replace
 from aitp.store import Store, open_store
 from aitp.store.mongo import MongoStore
 from aitp.store.sqlite import SQLiteStore
-from aitp.store.webhooks import Claim, DeliveryRecord, EndpointRecord, WebhookSecret, delivery_id
+from aitp.store.webhooks import (
+    Claim,
+    DeliveryRecord,
+    EndpointRecord,
+    Pending,
+    WebhookSecret,
+    claimable,
+    delivery_id,
+    next_ready,
+)
 from tests.conftest import Backend
 
 NOW = 1_000_000.0
@@ -130,6 +139,54 @@ async def test_an_unordered_claim_takes_any_due_delivery_oldest_first(store: Sto
     [fourth] = await store.webhooks.claim("wh_1", Claim("one", NOW, NOW + LEASE, 10, ordered=False))
     assert fourth.gid == 4
     assert await store.webhooks.next_due("wh_1", ordered=False) == NOW + 5  # gid 2's retry
+
+
+def mixed_pending() -> list[DeliveryRecord]:
+    """Pending deliveries in four threads, some due, some retried later, some leased (one lease run out)."""
+    shapes = [  # (thread, retry in, lease ends in), gid in order
+        ("a", 0, 0), ("a", 0, 0), ("b", 40, 0), ("b", 0, 0), ("c", 0, 30), ("c", 0, 0),
+        ("d", 0, -5), ("a", 10, 0), ("d", 0, 0), ("b", 0, 0), ("c", 20, 0), ("d", 5, 0),
+    ]  # fmt: skip
+    return [
+        replace(
+            delivery(gid, thread), next_attempt_at=NOW + retry, lease_until=NOW + lease, lease_owner="x" * (lease > 0)
+        )
+        for gid, (thread, retry, lease) in enumerate(shapes, start=1)
+    ]
+
+
+def candidates(deliveries: list[DeliveryRecord]) -> list[Pending]:
+    return [Pending(d.id, d.thread_id, d.gid, d.next_attempt_at, d.lease_until) for d in deliveries]
+
+
+def test_the_claim_rule_takes_each_threads_oldest_when_ready_or_any_ready_one_unordered() -> None:
+    pending = candidates(mixed_pending())
+    # a: 1 ready; b: its oldest (3) retried later, so b waits; c: its oldest (5) leased; d: 7's lease ran out
+    assert [p.gid for p in claimable(pending, Claim("o", NOW, NOW + LEASE, 10))] == [1, 7]
+    assert [p.gid for p in claimable(pending, Claim("o", NOW, NOW + LEASE, 1))] == [1]
+    unordered = Claim("o", NOW, NOW + LEASE, 10, ordered=False)
+    assert [p.gid for p in claimable(pending, unordered)] == [1, 2, 4, 6, 7, 9, 10]
+    assert next_ready(pending, ordered=True) == NOW
+    assert next_ready([p for p in pending if p.thread_id in "bc"], ordered=True) == NOW + 30  # c's lease, b's 40
+    assert next_ready([p for p in pending if p.thread_id in "bc"], ordered=False) == NOW
+
+
+async def test_every_backend_claims_what_the_claim_rule_chooses_from_all_pending(store: Store) -> None:
+    """Backends read candidates their own way (each thread's oldest through an index); the answer is always
+    the rule's, applied to every pending delivery."""
+    for ordered, endpoint_id in ((True, "wh_1"), (False, "wh_2")):
+        await store.webhooks.create(replace(endpoint(endpoint_id), ordering="thread" if ordered else "none"))
+        pending = [replace(d, id=delivery_id(endpoint_id, d.gid), endpoint_id=endpoint_id) for d in mixed_pending()]
+        await store.webhooks.advance(endpoint_id, 0, len(pending), pending)
+        for now in (NOW, NOW + 12, NOW + 45):
+            expected = claimable(candidates(pending), Claim("o", now, now + LEASE, 10, ordered))
+            assert await store.webhooks.next_due(endpoint_id, ordered=ordered) == next_ready(
+                candidates(pending), ordered=ordered
+            )
+            claimed = await store.webhooks.claim(endpoint_id, Claim("o", now, now + 1, 10, ordered))
+            assert [d.gid for d in claimed] == [p.gid for p in expected], (ordered, now)
+            await store.webhooks.release("o", [endpoint_id])  # as they were, for the next look
+            pending = [await store.webhooks.get_delivery(d.id) or d for d in pending]
 
 
 async def test_deriving_with_a_claim_leases_only_what_a_claim_would_and_never_twice(store: Store) -> None:

@@ -13,56 +13,38 @@ sent there, and what the agent answers is posted into the thread as that actor.
   sends only while the lease outlasts one more attempt. An instance that dies leaves a lease that runs
   out; the next holder starts at the cursor, so the message under way when it died is sent again (A2A
   agents see the same messageId, the AITP message id, and can tell) and nothing is lost.
-- Sending: the card is fetched (and each URL checked against the webhooks' destination policy) once per
-  `CARD_TTL`: at most `AITP_A2A_CARD_MAX_BYTES`, within `CARD_TIMEOUT`, no redirects. A card that cannot be
-  had (too large, not a card, a refused address, an HTTP error, no answer) is logged once and not asked
-  for again for `CARD_RETRY` seconds (or until the card URL changes): the messages meanwhile fail at once.
-  Every request, the card's and the SDK's, goes to the address just checked for its origin, never to what
-  the name resolves to when connecting (`destinations.PinnedTransport`: DNS rebinding), and reads at most
-  `AITP_A2A_REPLY_MAX_BYTES` of the answer (a stream whole). The message goes with the SDK's client
-  (`message/send`, or streaming when the card says so), with the credential the card's security scheme asks
-  for (the SDK's `AuthInterceptor`), and as extensions the capability schema URLs its author declared in the
-  thread. The agent's answer (its message, or its
-  task's status message and artifacts) is posted through `services.messages`, so it is validated as any
-  post is; a refusal is logged.
+- Sending: one exchange per message, through the `Remote` the composition root hands in (the A2A face's,
+  `aitp.bindings.a2a.outbound`, which speaks the protocol with the a2a-sdk; nothing here imports it): the
+  message, the context and task it goes on in, and as extensions the capability schema URLs its author
+  declared in the thread. The agent's answer (as AITP content) is posted through `services.messages`, so it
+  is validated as any post is; a refusal is logged. An agent whose card cannot be had fails its messages at
+  once (`CardUnavailable`, logged once by the face).
 - Continuity, per agent and thread (`store.a2a` remote tasks, so another instance or a restart goes on):
   `contextId` is the thread's id, or the context id the agent gave back the first time. A task the agent
   leaves `input-required` (or `auth-required`) is remembered, and the next message sent to it in that thread
   carries its `taskId`; any other answer (a task completed, failed, canceled, rejected or still working, or
   a plain message) forgets it, so the next message starts a new task. A `taskId` the agent refuses (not
-  found, or ended) is forgotten and the message sent once more as a new task, within the same attempt.
-The translation both ways is the A2A face's (`to_a2a`, `from_a2a`), handed in by the composition root.
+  found, or ended: `TaskRefused`) is forgotten and the message sent once more as a new task, within the same
+  attempt.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, cast
-
-import httpx
-from a2a.client import ClientCallContext, ClientConfig, ClientFactory
-from a2a.client.auth import AuthInterceptor, CredentialService
-from a2a.client.card_resolver import parse_agent_card
-from a2a.client.client import Client
-from a2a.types import AgentCard, Message, Part, SecurityScheme, SendMessageRequest, StreamResponse, TaskState
-from a2a.utils.constants import TransportProtocol
-from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
 
 from aitp.errors import APIError
 from aitp.events import payloads
 from aitp.ids import new_id
 from aitp.principals import Principal
 from aitp.runtime import Runtime
-from aitp.services import inbox, webhooks
+from aitp.services import inbox
 from aitp.services import messages as message_service
 from aitp.services.addressing import ReplyPolicy, reaches
-from aitp.services.destinations import Origin, PinnedTransport, origin, parse_url
 from aitp.services.requests import NewMessage
 from aitp.store.a2a import A2AAgentRecord, RemoteTaskRecord
 from aitp.store.base import EventRecord, MessageRecord
@@ -73,44 +55,59 @@ log = logging.getLogger(__name__)
 
 BATCH = 100  # inbox events claimed at once per agent
 POLL = 1.0  # seconds between looks at the store for other instances' writes and new remote agents
-CARD_TTL = 300.0  # seconds a fetched Agent Card is used
-CARD_RETRY = 60.0  # seconds a card that could not be had is not asked for again (unless its URL changes)
-CARD_TIMEOUT = 5.0  # seconds a card may take to arrive (at most half the attempt's AITP_WEBHOOK_TIMEOUT)
-PARSE_ON_LOOP = 1 << 20  # a card this long parses in ~ms on the event loop; a longer one (a raised limit) not
 CREATED = "thread.message.created"
 LEASE_SCOPE = "aitp.a2a.deliveries"  # the idempotency store's scope of the agents' delivery leases
-WAITING = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})  # continued
-REFUSED_TASK = (TaskNotFoundError, UnsupportedOperationError)  # a taskId the agent will not continue
-
-ToA2A = Callable[[MessageRecord, str], Message]  # (message, the remote actor) -> the A2A message it sends
-FromA2A = Callable[[Message], list[Any]]  # an A2A message -> the content of the AITP message it posts
 
 
 class CardUnavailable(Exception):
-    """The agent's card could not be had, and why (remembered for `CARD_RETRY` seconds)."""
+    """The agent's card could not be had, and why (the face remembers it for a while)."""
+
+
+class TaskRefused(Exception):
+    """The agent will not continue the task the message named (not found, or ended)."""
 
 
 @dataclass
-class Held:
-    """What is kept of an agent's card until `until` (monotonic): the client made from it and the HTTP client
-    pinned to its checked addresses, or why the card could not be had."""
+class Exchange:
+    """What is sent to a remote agent: a thread's message, the context it goes on in, the task it continues
+    (empty: a new one) and the capability schema URLs its author declared (its A2A extensions)."""
 
-    until: float
-    card_url: str
-    client: Client | None = None
-    http: httpx.AsyncClient | None = None
-    failure: str = ""
+    message: MessageRecord
+    context_id: str
+    task_id: str = ""
+    extensions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Answer:
+    """What the agent answered: its content as an AITP message's (empty: nothing to post), and where it
+    leaves its task (`waiting`: for input, so the next message continues it)."""
+
+    content: list[Any]
+    task_id: str = ""
+    context_id: str = ""
+    waiting: bool = False
+
+
+class Remote(Protocol):
+    """The protocol side of the remote agents (`aitp.bindings.a2a.outbound.RemoteAgents`)."""
+
+    async def exchange(self, remote: A2AAgentRecord, sent: Exchange) -> Answer:
+        """Send the message and read the answer; `CardUnavailable`, `TaskRefused`, or any error of the
+        agent or the network."""
+
+    async def forget(self, actor: str) -> None:
+        """Drop what is kept for the actor's agent (its card no longer applies)."""
+
+    async def close(self) -> None: ...
 
 
 class A2ADeliveries:
-    def __init__(self, rt: Runtime, to_a2a: ToA2A, from_a2a: FromA2A) -> None:
+    def __init__(self, rt: Runtime, remote: Remote) -> None:
         self.rt = rt
-        self.to_a2a = to_a2a
-        self.from_a2a = from_a2a
+        self.remote = remote
         self.counters: dict[str, int] = {"sent": 0, "answered": 0, "failed": 0}
         self._workers: dict[str, asyncio.Task[None]] = {}
-        self._held: dict[str, Held] = {}  # actor -> its card's client, or why there is none
-        self._credentials: dict[str, dict[str, str]] = {}  # actor -> its credentials as last read
         self._pump: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -120,9 +117,7 @@ class A2ADeliveries:
     async def stop(self) -> None:
         await cancel([*self._workers.values(), self._pump])
         self._workers.clear()
-        for actor in list(self._held):
-            await self._drop(actor)
-        self._credentials.clear()
+        await self.remote.close()
         self._pump = None
 
     async def _follow(self) -> None:
@@ -150,7 +145,7 @@ class A2ADeliveries:
                 try:
                     remote = await self.rt.store.a2a.get(actor)
                     if remote is None or remote.card_url is None:
-                        await self._drop(actor)
+                        await self.remote.forget(actor)
                         return
                     if await self._deliver(remote):
                         continue  # the lease ran short with messages left: take it again at once
@@ -205,89 +200,14 @@ class A2ADeliveries:
                 return True
             cursor = passed
 
-    async def _client(self, remote: A2AAgentRecord) -> Client:
-        """The SDK's client for the agent's card: the one made within `CARD_TTL`, else one made now; raises
-        `CardUnavailable` for a card that could not be had within `CARD_RETRY`, or now."""
-        assert remote.card_url is not None
-        self._credentials[remote.actor] = remote.credentials  # read at each call: a change applies at once
-        held = self._held.get(remote.actor)
-        if held is not None and held.until > time.monotonic() and held.card_url == remote.card_url:
-            if held.client is None:
-                raise CardUnavailable(held.failure)
-            return held.client
-        await self._drop(remote.actor)
-        settings = self.rt.settings
-        pins: dict[Origin, str] = {}  # filled by the checks below, before any request goes out
-        http = httpx.AsyncClient(
-            transport=PinnedTransport(pins, settings.a2a_reply_max_bytes or settings.max_body_bytes),
-            follow_redirects=False,  # a redirect could lead anywhere no check saw
-            trust_env=False,
-            timeout=settings.webhook_timeout,
-        )
-        try:
-            await self._pin(remote.card_url, pins)
-            card = await self._card(http, remote.card_url)
-            for interface in card.supported_interfaces:  # those the client may use (JSON-RPC, the default)
-                if interface.protocol_binding == TransportProtocol.JSONRPC:
-                    await self._pin(interface.url, pins)
-        except Exception as error:  # refused, too large, not a card, an HTTP error, no answer in time
-            await http.aclose()
-            failure = f"{type(error).__name__}: {error}"
-            self._held[remote.actor] = Held(time.monotonic() + CARD_RETRY, remote.card_url, failure=failure)
-            log.warning(
-                "a2a: the Agent Card of %s could not be read (%s); not asked for again for %gs",
-                remote.actor,
-                failure,
-                CARD_RETRY,
-            )
-            raise CardUnavailable(failure) from error
-        config = ClientConfig(streaming=card.capabilities.streaming, httpx_client=http)
-        credentials = HeldCredentials(card, lambda: self._credentials.get(remote.actor, {}))
-        client = ClientFactory(config).create(card, [AuthInterceptor(credentials)])
-        self._held[remote.actor] = Held(time.monotonic() + CARD_TTL, remote.card_url, client, http)
-        return client
-
-    async def _drop(self, actor: str) -> None:
-        held = self._held.pop(actor, None)
-        if held is not None and held.http is not None:
-            await held.http.aclose()
-
-    async def _pin(self, url: str, pins: dict[Origin, str]) -> None:
-        """Check `url` against the destination policy and pin its origin to the address just checked."""
-        target = await webhooks.destination(url, self.rt.settings)
-        if isinstance(target, str):
-            raise PermissionError(f"A2A agent URL refused: {target}")
-        pins[origin(parse_url(url, "delivered to"))] = target.url.host
-
-    async def _card(self, http: httpx.AsyncClient, url: str) -> AgentCard:
-        """The card at `url`, read up to `AITP_A2A_CARD_MAX_BYTES` (a longer one is refused unread)."""
-        limit = self.rt.settings.a2a_card_max_bytes
-        body = bytearray()
-        async with asyncio.timeout(min(CARD_TIMEOUT, self.rt.settings.webhook_timeout / 2)):
-            async with http.stream("GET", url, headers={"accept": "application/json"}) as response:
-                response.raise_for_status()
-                length = response.headers.get("content-length", "")
-                if length.isdigit() and int(length) > limit:
-                    raise ValueError(f"the card is {length} bytes long; at most {limit} are read")
-                async for chunk in response.aiter_raw():  # uncompressed: PinnedTransport asks for it so
-                    body += chunk
-                    if len(body) > limit:
-                        raise ValueError(f"the card is over {limit} bytes long")
-        if len(body) > PARSE_ON_LOOP:
-            return await asyncio.to_thread(_parse_card, bytes(body))
-        return _parse_card(bytes(body))
-
     async def _send(self, remote: A2AAgentRecord, message: MessageRecord) -> None:
         try:
             async with asyncio.timeout(self.rt.settings.webhook_timeout):  # an attempt ends within the lease
-                client = await self._client(remote)
                 held = await self.rt.store.a2a.remote_task(remote.actor, message.thread_id)
-                sent = self.to_a2a(message, remote.actor)
-                sent.context_id = held.context_id if held is not None else message.thread_id
-                if held is not None and held.task_id:
-                    sent.task_id = held.task_id
-                sent.extensions.extend(await self._declared(message))
-                events = await self._exchange(remote, client, sent, held)
+                context_id = held.context_id if held is not None else message.thread_id
+                task_id = (held.task_id or "") if held is not None else ""
+                sent = Exchange(message, context_id, task_id, await self._declared(message))
+                answer = await self._exchange(remote, sent, held)
         except CardUnavailable as error:  # logged once, when the card failed
             self.counters["failed"] += 1
             log.debug(
@@ -298,11 +218,10 @@ class A2ADeliveries:
             self.counters["failed"] += 1
             log.warning("a2a: %s did not answer message %s: %s", remote.actor, message.id, error)
             return
-        await self._remember(remote, message, held, sent.context_id, events)
-        parts = _answer(events)
-        if not parts:
+        await self._remember(remote, message, held, context_id, answer)
+        if not answer.content:
             return
-        body = NewMessage(content=self.from_a2a(Message(parts=parts)), metadata={"a2a_reply_to": message.id})
+        body = NewMessage(content=answer.content, metadata={"a2a_reply_to": message.id})
         try:
             await message_service.create_message(self.rt, Principal(actor=remote.actor), message.thread_id, body)
             self.counters["answered"] += 1
@@ -310,16 +229,14 @@ class A2ADeliveries:
             self.counters["failed"] += 1
             log.warning("a2a: the answer of %s to %s was refused: %s", remote.actor, message.id, error.message)
 
-    async def _exchange(
-        self, remote: A2AAgentRecord, client: Client, sent: Message, held: RemoteTaskRecord | None
-    ) -> list[StreamResponse]:
+    async def _exchange(self, remote: A2AAgentRecord, sent: Exchange, held: RemoteTaskRecord | None) -> Answer:
         """Send the message and read the agent's answer; a task it will not continue is forgotten and the
         message sent once more as the first of a new task."""
         self.counters["sent"] += 1
         try:
-            return [event async for event in client.send_message(SendMessageRequest(message=sent))]
-        except REFUSED_TASK as error:
-            if not sent.task_id or held is None:
+            return await self.remote.exchange(remote, sent)
+        except TaskRefused as error:
+            if held is None:
                 raise
             log.info(
                 "a2a: %s would not continue task %s in thread %s (%s); message %s goes as a new task",
@@ -327,13 +244,13 @@ class A2ADeliveries:
                 sent.task_id,
                 held.thread_id,
                 error,
-                sent.message_id,
+                sent.message.id,
             )
             held.task_id, held.updated_at = None, int(time.time())
             await self.rt.store.a2a.put_remote_task(held)
-            sent.ClearField("task_id")
+            sent.task_id = ""
             self.counters["sent"] += 1
-            return [event async for event in client.send_message(SendMessageRequest(message=sent))]
+            return await self.remote.exchange(remote, sent)
 
     async def _declared(self, message: MessageRecord) -> list[str]:
         """The capability schema URLs the message's author declared in its thread (the message's A2A
@@ -349,47 +266,16 @@ class A2ADeliveries:
         message: MessageRecord,
         held: RemoteTaskRecord | None,
         context_id: str,
-        events: list[StreamResponse],
+        answer: Answer,
     ) -> None:
         """Keep the task the agent waits in (and the context it gave the first time); forget any other."""
-        answered = _task_of(events)
-        waiting = answered.task_id if answered.state in WAITING and answered.task_id else None
+        waiting = answer.task_id if answer.waiting and answer.task_id else None
         if held is None:
-            context_id = answered.context_id or context_id  # the agent's own context id, kept from now on
+            context_id = answer.context_id or context_id  # the agent's own context id, kept from now on
         elif held.task_id == waiting:
             return  # nothing changed: no write
         record = RemoteTaskRecord(remote.actor, message.thread_id, context_id, waiting, int(time.time()))
         await self.rt.store.a2a.put_remote_task(record)
-
-
-class HeldCredentials(CredentialService):
-    """The actor's credential for each of the card's security schemes it holds one for: a bearer token for
-    HTTP bearer, OAuth2 and OpenID Connect schemes, an API key for an API key sent in a header (the kinds
-    the SDK's `AuthInterceptor` sends). Read at each call, never logged."""
-
-    def __init__(self, card: AgentCard, held: Callable[[], dict[str, str]]) -> None:
-        self._schemes = dict(card.security_schemes)
-        self._held = held
-
-    async def get_credentials(self, security_scheme_name: str, context: ClientCallContext | None) -> str | None:
-        scheme = self._schemes.get(security_scheme_name)
-        kind = None if scheme is None else credential_kind(scheme)
-        return None if kind is None else self._held().get(kind)
-
-
-def _parse_card(body: bytes) -> AgentCard:
-    return parse_agent_card(json.loads(body))
-
-
-def credential_kind(scheme: SecurityScheme) -> str | None:
-    """Which kind of credential a security scheme takes, if one the SDK's `AuthInterceptor` can send."""
-    if scheme.HasField("http_auth_security_scheme"):
-        return "bearer" if scheme.http_auth_security_scheme.scheme.lower() == "bearer" else None
-    if scheme.HasField("oauth2_security_scheme") or scheme.HasField("open_id_connect_security_scheme"):
-        return "bearer"
-    if scheme.HasField("api_key_security_scheme"):
-        return "api_key" if scheme.api_key_security_scheme.location.lower() == "header" else None
-    return None
 
 
 def _to_send(event: EventRecord, actor: str, policy: ReplyPolicy) -> MessageRecord | None:
@@ -398,44 +284,3 @@ def _to_send(event: EventRecord, actor: str, policy: ReplyPolicy) -> MessageReco
         return None
     message = payloads.message_of(event.data)
     return message if reaches(message, actor, policy) else None
-
-
-@dataclass
-class Answered:
-    """Where the agent's answer leaves its task (state None: it answered with a plain message)."""
-
-    task_id: str = ""
-    context_id: str = ""
-    state: int | None = None  # a TaskState
-
-
-def _task_of(events: list[StreamResponse]) -> Answered:
-    answered = Answered()
-    for event in events:
-        if event.HasField("message"):
-            answered = Answered(context_id=event.message.context_id or answered.context_id)
-        elif event.HasField("task"):
-            task = event.task
-            answered = Answered(task.id, task.context_id, task.status.state)
-        elif event.HasField("status_update"):
-            update = event.status_update
-            answered = Answered(update.task_id, update.context_id, update.status.state)
-    return answered
-
-
-def _answer(events: list[StreamResponse]) -> list[Part]:
-    """The parts of an agent's answer: its message, or its task's artifacts and last status message."""
-    parts: list[Part] = []
-    status: list[Part] = []
-    for event in events:
-        if event.HasField("message"):
-            parts.extend(event.message.parts)
-        elif event.HasField("task"):
-            for artifact in event.task.artifacts:
-                parts.extend(artifact.parts)
-            status = list(event.task.status.message.parts)
-        elif event.HasField("artifact_update"):
-            parts.extend(event.artifact_update.artifact.parts)
-        elif event.HasField("status_update") and event.status_update.status.HasField("message"):
-            status = list(event.status_update.status.message.parts)
-    return parts + status

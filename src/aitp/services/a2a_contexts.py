@@ -172,9 +172,3 @@ async def _sent(rt: Runtime, principal: Principal, held: IdempotencyRecord) -> M
         return await message_service.get_message(rt, principal, where["thread_id"], where["message_id"])
     except (orjson.JSONDecodeError, KeyError, TypeError, NotFound):
         return None
-
-
-async def threads_with(rt: Runtime, principal: Principal, agent: A2AAgentRecord, limit: int) -> list[str]:
-    """The caller's most recent threads (at most `limit` looked at) that the agent is in."""
-    found, _ = await threads.list_threads(rt, principal, limit=limit, order="desc", after=None, before=None)
-    return [thread.id for thread, actors in found if any(a.id == agent.actor for a in actors)]

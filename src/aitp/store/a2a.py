@@ -5,7 +5,8 @@ An actor's record says whether A2A clients may reach it (`serve`), which capabil
 threads they open with it (its Agent Card's extensions), and, for a remote A2A agent standing in a thread as
 that actor, its Agent Card URL, which messages ask it for work (`reply_policy`), the credentials its card's
 security scheme asks for, and how far its inbox was delivered there (`cursor`, moved by `advance`).
-A context is a client's `contextId` with one agent: the thread it names.
+A context is a client's `contextId` with one agent: the thread it names. The threads a caller shares with an
+agent (`shared_threads`) are where its tasks with that agent are (A2A ListTasks), read a page at a time.
 A remote task is where a remote agent's work in one thread stands: the `contextId` it goes on in, and the
 task it left waiting for input (`input-required`), which the next message sent to it in that thread continues.
 """
@@ -65,6 +66,11 @@ class A2AStore(abc.ABC):
     @abc.abstractmethod
     async def bind_context(self, caller: str, agent: str, context_id: str, thread_id: str) -> str:
         """Bind the context to `thread_id` unless it is bound already; the thread it is bound to."""
+
+    @abc.abstractmethod
+    async def shared_threads(self, caller: str, agent: str, *, limit: int, before: str | None = None) -> list[str]:
+        """The ids of at most `limit` live threads both actors are in, newest (highest id) first, below `before`
+        when given: read through the actor index, never every thread of the caller."""
 
     @abc.abstractmethod
     async def remote_task(self, actor: str, thread_id: str) -> RemoteTaskRecord | None:

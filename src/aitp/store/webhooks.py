@@ -5,12 +5,14 @@ A delivery is one inbox event on its way to one endpoint. Deliveries are derived
 endpoint's cursor (`advance`): nothing is queued beside the log at write time, and deriving the same events
 twice (two instances, or a crash between the insert and the cursor's move) inserts nothing twice, since a
 delivery's id is its (endpoint, event) pair. Each attempt is made by whoever holds the delivery's lease
-(`claim`), and only its holder records the outcome (`finish`).
+(`claim`), and only its holder records the outcome (`finish`). Which deliveries a claim may take is one rule
+(`claimable`, `next_ready`) that both backends apply to what they read.
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -88,6 +90,61 @@ class Claim:
     lease_until: float
     limit: int
     ordered: bool = True  # only the oldest pending delivery of each thread (the endpoint's ordering "thread")
+
+
+@dataclass(frozen=True)
+class Pending:
+    """What the claim rule reads of a pending delivery."""
+
+    id: str
+    thread_id: str
+    gid: int
+    next_attempt_at: float
+    lease_until: float
+
+    @property
+    def ready_at(self) -> float:
+        """When it may be claimed: its retry time, or when the lease on it runs out, whichever is later."""
+        return max(self.next_attempt_at, self.lease_until)
+
+
+# The claim rule, written once: each backend reads the candidates through its indexes (every pending delivery
+# of the endpoint, or only each thread's oldest: a backend's shortcut, never a change of the answer), oldest
+# (lowest gid) first, and applies these two functions to them.
+
+
+def claimable(candidates: Iterable[Pending], terms: Claim) -> list[Pending]:
+    """The deliveries a claim takes: of the pending `candidates` (oldest first), those ready at `terms.now`
+    (due and unleased), each the oldest pending one of its thread when `terms.ordered` (a thread whose oldest
+    is not ready waits whole), at most `terms.limit`."""
+    taken: list[Pending] = []
+    if terms.limit <= 0:
+        return taken
+    seen: set[str] = set()  # threads whose oldest pending delivery was read: the rest of each waits for it
+    for candidate in candidates:
+        if terms.ordered:
+            if candidate.thread_id in seen:
+                continue
+            seen.add(candidate.thread_id)
+        if candidate.ready_at <= terms.now:
+            taken.append(candidate)
+            if len(taken) == terms.limit:
+                break
+    return taken
+
+
+def next_ready(candidates: Iterable[Pending], *, ordered: bool) -> float | None:
+    """When the next claim can take something from the pending `candidates` (oldest first): the earliest
+    `ready_at` among them, each thread's oldest only when `ordered`; None when there is none."""
+    seen: set[str] = set()
+    ready: list[float] = []
+    for candidate in candidates:
+        if ordered:
+            if candidate.thread_id in seen:
+                continue
+            seen.add(candidate.thread_id)
+        ready.append(candidate.ready_at)
+    return min(ready, default=None)
 
 
 class WebhookStore(abc.ABC):

@@ -1,16 +1,15 @@
-"""The A2A request handler of the agents served here: each A2A method as the same service calls the Threads
-face makes (post a message, read a thread's event log, follow it), translated by `parts` and `tasks`.
+"""The A2A request handler of the agents served here: each A2A method translated to the task service
+(`aitp.services.a2a_tasks`) and back: its params read into plain terms (`parts` for content), the tasks it
+answers rendered (`tasks`), its refusals as A2A errors (`errors`).
 
-Served by the SDK's JSON-RPC dispatcher (A2A 1.0 and, on the same endpoint, 0.3). Who calls and which
-agent is called come in the call context (`routes.Context`).
+Served by the SDK's JSON-RPC dispatcher (A2A 1.0 and, on the same endpoint, 0.3), and for SendMessage by
+`send` too. Who calls and which agent is called come in the call context (`routes.Context`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, Awaitable
+from typing import Any, TypeVar
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
@@ -38,85 +37,23 @@ from a2a.utils.errors import (
     ExtendedAgentCardNotConfiguredError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-    UnsupportedOperationError,
 )
 from google.protobuf.json_format import MessageToDict
-from packaging.version import InvalidVersion, Version
 
+from aitp.bindings.a2a import tasks as render
 from aitp.bindings.a2a.errors import a2a_error
 from aitp.bindings.a2a.parts import aitp_content
-from aitp.bindings.a2a.tasks import (
-    CONTEXT_ID,
-    MESSAGE_ID,
-    STATE,
-    TASK,
-    Refusal,
-    TaskView,
-    ThreadTasks,
-    parse_task_id,
-)
-from aitp.capabilities.registry import CapabilityRef
 from aitp.errors import APIError
-from aitp.events.stream import End, Frame, Overflow
-from aitp.principals import Principal
-from aitp.runtime import Runtime
-from aitp.services import a2a_contexts as contexts
-from aitp.services import addressing
-from aitp.services import events as event_service
-from aitp.services import messages as message_service
-from aitp.services.access import readable_thread
-from aitp.services.requests import NewMessage
-from aitp.services.streams import thread_end, thread_stream
-from aitp.store.a2a import A2AAgentRecord
-from aitp.store.base import EventRecord, MessageRecord
+from aitp.services import a2a_fold, addressing
+from aitp.services import a2a_tasks as task_service
+from aitp.services.a2a_tasks import Call, Sent
 
-PAGE = 200  # events read at once while folding a thread
-CANCELED_TEXT = "The client canceled this task."
-MAX_LISTED_THREADS = 100  # tasks/list without a context: the caller's most recent threads with the agent
 TO = "to"  # the A2A message's metadata naming its recipients (AITP `metadata.to`)
-
-
-class Call:
-    """One A2A request: the runtime, who calls, and the agent called."""
-
-    def __init__(self, rt: Runtime, principal: Principal, agent: A2AAgentRecord) -> None:
-        self.rt = rt
-        self.principal = principal
-        self.agent = agent
-
-    @property
-    def caller(self) -> str:
-        return self.principal.actor
-
-    def extension(self, capability: str, version: str) -> str:
-        """The URL a client declares `capability` with: the agent's own (its card lists it), else the
-        capability's canonical schema URL."""
-        for url in self.agent.capabilities:
-            ref = self.rt.registry.resolve(url)
-            if ref is not None and ref.id == capability:
-                return url
-        try:
-            return CapabilityRef(capability, Version(version)).url
-        except InvalidVersion:
-            return f"the schema URL of {capability}"
-
-    def describe(self, refusal: Refusal) -> str:
-        """The status text of a task whose answer was refused: what the client lacks and how to declare it."""
-        url = self.extension(refusal.capability, refusal.version)
-        return (
-            f"The agent's answer was refused: it holds a '{refusal.type}' message ({refusal.capability} "
-            f"{refusal.version}), a capability this client did not declare. To receive such answers, declare it: "
-            f"send your next message with {url} in its `extensions` (or in the A2A-Extensions header)."
-        )
-
-    def tasks(self, caller: str | None = None) -> ThreadTasks:
-        """An empty fold of the caller's tasks with the agent in a thread."""
-        return ThreadTasks(caller or self.caller, self.agent.actor, self.describe)
-
-
 CALL = "aitp.a2a.call"  # call-context state key
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 50
+
+T = TypeVar("T")
 
 
 def _call(context: ServerCallContext) -> Call:
@@ -124,51 +61,12 @@ def _call(context: ServerCallContext) -> Call:
     return call
 
 
-class RecordFrame(Frame):
-    """A thread event handed to an A2A stream as its record: each stream renders its own task's events."""
-
-    def __init__(self, record: EventRecord) -> None:
-        super().__init__(record.seq, record.type, "")
-        self.record = record
-
-
-def _record_frame(record: EventRecord) -> Frame:
-    return RecordFrame(record)
-
-
-async def _fold(call: Call, thread_id: str, tasks: ThreadTasks, until: int | None = None) -> None:
-    """Fold the thread's events after `tasks.cursor` into `tasks`, up to seq `until` (else to the log's end)."""
-    while until is None or tasks.cursor < until:
-        page = await event_service.list_events(call.rt, call.principal, thread_id, after=tasks.cursor, limit=PAGE)
-        for record in page.records:
-            if until is not None and record.seq > until:
-                return
-            tasks.apply_event(record)
-        if not page.has_more:
-            return
-
-
-async def _load(call: Call, task: str) -> tuple[ThreadTasks, TaskView]:
-    """The task as its thread's log says now, with the fold of the thread it was read from."""
-    thread_id, message_id = parse_task_id(task)
+async def _served(work: Awaitable[T], task: str | None = None) -> T:
+    """The service's answer, or its refusal as the A2A error a client can act on (`task`: the one named)."""
     try:
-        view = await readable_thread(call.rt, call.principal, thread_id)
-        first = await message_service.get_message(call.rt, call.principal, thread_id, message_id)
-        if view.member(call.agent.actor) is None or (first.actor != call.caller and not call.principal.admin):
-            raise TaskNotFoundError(message=f"No task found with id {task!r}.")
-        tasks = call.tasks(first.actor)
-        await _fold(call, thread_id, tasks)
+        return await work
     except APIError as error:
         raise a2a_error(error, task=task) from None
-    found = tasks.tasks.get(message_id)
-    if found is None or found.deleted:  # a continuation, or not a message of the caller: not a task
-        raise TaskNotFoundError(message=f"No task found with id {task!r}.")
-    return tasks, found
-
-
-async def _post(call: Call, thread_id: str, content: list[Any], metadata: dict[str, str]) -> MessageRecord:
-    body = NewMessage(content=content, metadata=metadata)
-    return await message_service.create_message(call.rt, call.principal, thread_id, body)
 
 
 def _invalid(message: str, param: str) -> InvalidParamsError:
@@ -176,7 +74,7 @@ def _invalid(message: str, param: str) -> InvalidParamsError:
     return InvalidParamsError(message=message, data={"param": param})
 
 
-def _check_message(message: Message) -> None:
+def check_message(message: Message) -> None:
     """A sent message has what the spec requires of it: an id and a role."""
     if not message.message_id:
         raise _invalid("message.messageId is required.", "message.messageId")
@@ -184,7 +82,7 @@ def _check_message(message: Message) -> None:
         raise _invalid("message.role is required (ROLE_USER for a client's message).", "message.role")
 
 
-def _history_length(holder: Any, param: str) -> int | None:
+def history_length(holder: Any, param: str) -> int | None:
     """The history length asked for (None: all), refused when negative."""
     if not holder.HasField("history_length"):
         return None
@@ -193,193 +91,100 @@ def _history_length(holder: Any, param: str) -> int | None:
     return int(holder.history_length)
 
 
-def _metadata(message: Message) -> dict[str, str]:
-    """The AITP metadata of the message an A2A message becomes: its messageId, and the recipients its
-    metadata names (`to`: actor ids; 400 naming `message.metadata.to` for another shape)."""
-    metadata = {MESSAGE_ID: message.message_id}
+def sent(message: Message, requested: set[str]) -> Sent:
+    """The A2A message in the service's terms: its content, and the recipients its metadata names (`to`:
+    actor ids; 400 naming `message.metadata.to` for another shape), its extensions and the requested ones."""
+    content = aitp_content(message)
+    metadata = {}
     if message.HasField("metadata") and TO in message.metadata.fields:
         named = MessageToDict(message.metadata)[TO]
-        metadata[addressing.TO] = addressing.encode_to(addressing.read_to(named, f"message.metadata.{TO}"))
-    return metadata
-
-
-async def _send(call: Call, message: Message, requested: set[str]) -> tuple[ThreadTasks, TaskView]:
-    """Post the A2A message into its thread: a new task, or the next message of the task it names. A
-    message the client sent before (its messageId already in the task, or starting a task of the context)
-    is not posted again: its task is answered as it stands."""
-    content = aitp_content(message)
-    try:
-        metadata = _metadata(message)
-        if message.task_id:
-            tasks, view = await _load(call, message.task_id)
-            if tasks.by_client_id(message.message_id) is view:
-                return tasks, view  # sent again
-            if view.ended:
-                raise UnsupportedOperationError(message=f"Task {view.id} has ended ({TaskState.Name(view.state)}).")
-            record = await _post(call, view.first.thread_id, content, {**metadata, TASK: view.id})
-            await _fold(call, view.first.thread_id, tasks, until=record.seq)
-            return tasks, view
-        capabilities = [*message.extensions, *requested]
-        tasks = call.tasks()
-        if message.context_id:
-            metadata[CONTEXT_ID] = message.context_id
-            thread_id = await contexts.thread_for(call.rt, call.principal, call.agent, message.context_id, capabilities)
-            await _fold(call, thread_id, tasks)
-            sent = tasks.by_client_id(message.message_id)
-            if sent is not None:
-                return tasks, sent
-            record = await _post(call, thread_id, content, metadata)
-            await _fold(call, thread_id, tasks, until=record.seq)
-        else:  # a new context: its thread and the task's first message are one write
-            first = NewMessage(content=content, metadata=metadata)
-            record, sent_before = await contexts.open_once(
-                call.rt, call.principal, call.agent, capabilities, first, message.message_id
-            )
-            if sent_before:  # the task as it stands
-                await _fold(call, record.thread_id, tasks)
-    except APIError as error:
-        raise a2a_error(error) from None
-    return tasks, tasks.start(record)
-
-
-async def _follow(call: Call, tasks: ThreadTasks, view: TaskView) -> AsyncIterator[TaskView]:
-    """The task after each change read from its thread's events after the fold's cursor, until it is
-    interrupted (ended or waiting for the caller) or the thread ends."""
-    thread_id = view.first.thread_id
-    async with thread_stream(call.rt, call.principal, thread_id, tasks.cursor, _record_frame) as stream:
-        async for item in stream:
-            if isinstance(item, End | Overflow):
-                return
-            if not isinstance(item, RecordFrame):
-                continue  # a keep-alive tick: the SSE response pings on its own
-            if tasks.apply_event(item.record) is view:
-                yield view
-                if view.interrupted:
-                    return
-
-
-async def _until_interrupted(call: Call, tasks: ThreadTasks, view: TaskView) -> None:
-    """SendMessage's wait: the task folded from its thread's events after the fold's cursor until it is
-    interrupted (ended, or waiting for the caller) or the thread ends. The thread's feed is read directly:
-    one request that returns, bounded by `a2a_wait_seconds`, needs no stream (its pump task, queue,
-    keep-alives and stream slot were a tenth of a SendMessage's CPU)."""
-    with call.rt.hub.follow(view.first.thread_id) as feed:
-        while True:
-            wake = feed.signal.waiter()  # before the read: a change while it runs wakes the next wait
-            records = await feed.after(tasks.cursor, PAGE)
-            for record in records:
-                if thread_end(record, call.principal) is not None:
-                    return
-                if tasks.apply_event(record) is view and view.interrupted:
-                    return
-            if not records:
-                await wake.wait()
+        try:
+            metadata[addressing.TO] = addressing.encode_to(addressing.read_to(named, f"message.metadata.{TO}"))
+        except APIError as error:
+            raise a2a_error(error) from None
+    return Sent(
+        message_id=message.message_id,
+        content=content,
+        metadata=metadata,
+        context_id=message.context_id,
+        task_id=message.task_id,
+        extensions=[*message.extensions, *requested],
+    )
 
 
 class AitpRequestHandler(RequestHandler):
-    """A2A methods over the services, for whichever agent the call names."""
+    """A2A methods over the task service, for whichever agent the call names."""
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         view, history = await self.send(params, context)
-        return view.task(history)
+        return render.task(view, history)
 
-    async def send(self, params: SendMessageRequest, context: ServerCallContext) -> tuple[TaskView, int | None]:
+    async def send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> tuple[a2a_fold.TaskView, int | None]:
         """SendMessage's task once the agent answered (or it is interrupted, or the wait is over), and the
         history length asked for."""
-        call = _call(context)
-        _check_message(params.message)
-        history = _history_length(params.configuration, "configuration.historyLength")
-        tasks, view = await _send(call, params.message, context.requested_extensions)
-        if params.configuration.return_immediately or view.interrupted:
-            return view, history
-        # wait for the agent's answer, up to a2a_wait_seconds: then the task is returned still working
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(call.rt.settings.a2a_wait_seconds):
-                await _until_interrupted(call, tasks, view)
-        return view, history
+        check_message(params.message)
+        history = history_length(params.configuration, "configuration.historyLength")
+        message = sent(params.message, context.requested_extensions)
+        wait = not params.configuration.return_immediately
+        return await _served(task_service.send_and_wait(_call(context), message, wait=wait)), history
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         call = _call(context)
-        _check_message(params.message)
-        tasks, view = await _send(call, params.message, context.requested_extensions)
-        yield view.task()
-        if view.interrupted:
-            return
-        async for changed in _follow(call, tasks, view):
-            yield changed.update()
+        check_message(params.message)
+        tasks, view = await _served(task_service.send(call, sent(params.message, context.requested_extensions)))
+        yield render.task(view)
+        async for changed in task_service.follow(call, tasks, view):
+            yield render.update(changed)
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         call = _call(context)
-        tasks, view = await _load(call, params.id)
-        if view.ended:
-            raise UnsupportedOperationError(message=f"Task {view.id} has ended ({TaskState.Name(view.state)}).")
+        tasks, view = await _served(task_service.subscribe(call, params.id), params.id)
         # the task as read, then every change after the last event read: nothing missed, nothing twice
-        yield view.task()
-        if view.interrupted:
-            return
-        async for changed in _follow(call, tasks, view):
-            yield changed.update()
+        yield render.task(view)
+        async for changed in task_service.follow(call, tasks, view):
+            yield render.update(changed)
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
-        history = _history_length(params, "historyLength")
-        _, view = await _load(_call(context), params.id)
-        return view.task(history)
+        history = history_length(params, "historyLength")
+        _, view = await _served(task_service.load(_call(context), params.id), params.id)
+        return render.task(view, history)
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
-        call = _call(context)
-        tasks, view = await _load(call, params.id)
-        if view.ended:
-            raise TaskNotCancelableError(message=f"Task {view.id} has ended ({TaskState.Name(view.state)}).")
-        thread_id = view.first.thread_id
-        try:
-            record = await _post(call, thread_id, [CANCELED_TEXT], {TASK: view.id, STATE: "canceled"})
-            await _fold(call, thread_id, tasks, until=record.seq)  # what came first stays first
-        except APIError as error:
-            raise a2a_error(error, task=params.id) from None
-        return view.task()
+        view = await _served(task_service.cancel(_call(context), params.id), params.id)
+        return render.task(view)
 
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        call = _call(context)
-        if params.HasField("page_size") and not 1 <= params.page_size <= 100:
-            raise _invalid("pageSize must be between 1 and 100.", "pageSize")
-        history = _history_length(params, "historyLength")
+        if params.HasField("page_size") and not 1 <= params.page_size <= MAX_PAGE_SIZE:
+            raise _invalid(f"pageSize must be between 1 and {MAX_PAGE_SIZE}.", "pageSize")
+        history = history_length(params, "historyLength")
         token = params.page_token or "0"
         if not token.isascii() or not token.isdigit():  # a token this server gave: a position, never negative
             raise _invalid("Invalid pageToken: give the nextPageToken of the page before.", "pageToken")
-        offset = int(token)
         if params.status and params.status not in TaskState.values():
             raise _invalid(f"Unknown status {params.status}.", "status")
-        try:
-            if params.context_id:
-                thread_id = await contexts.existing_thread(call.rt, call.principal, call.agent, params.context_id)
-                threads = [] if thread_id is None else [thread_id]
-            else:
-                threads = await contexts.threads_with(call.rt, call.principal, call.agent, MAX_LISTED_THREADS)
-            views = []
-            for thread_id in threads:
-                tasks = call.tasks()
-                await _fold(call, thread_id, tasks)
-                views.extend(tasks.shown())
-        except APIError as error:
-            raise a2a_error(error) from None
-        if params.status:
-            views = [v for v in views if v.state == params.status]
-        if params.HasField("status_timestamp_after"):
-            after = params.status_timestamp_after.seconds
-            views = [v for v in views if v.updated_at >= after]
-        views.sort(key=lambda v: (v.updated_at, v.first.seq), reverse=True)
-        size = params.page_size or 50
-        page = views[offset : offset + size]
-        more = offset + size < len(views)
+        state = TaskState.Name(params.status) if params.status else None  # the fold's states are these names
+        after = params.status_timestamp_after.seconds if params.HasField("status_timestamp_after") else None
+        page = await _served(
+            task_service.list_tasks(
+                _call(context),
+                context_id=params.context_id,
+                state=state,
+                updated_after=after,
+                offset=int(token),
+                size=params.page_size or DEFAULT_PAGE_SIZE,
+            )
+        )
         return ListTasksResponse(
-            tasks=[v.task(history) for v in page],
-            next_page_token=str(offset + size) if more else "",
-            page_size=len(page),
-            total_size=len(views),
+            tasks=[render.task(view, history) for view in page.tasks],
+            next_page_token="" if page.next_offset is None else str(page.next_offset),
+            page_size=len(page.tasks),
+            total_size=page.total,
         )
 
     async def on_create_task_push_notification_config(

@@ -96,7 +96,7 @@ def _error(request_id: str | int | None, error: Any, status_code: int = 200) -> 
 async def read(request: Request, settings: Settings) -> Response | None:
     """The answer to a request refused or not to be answered; None when it is to be served (its parsed JSON
     is then what `request.json()` returns)."""
-    raw = await request.body()  # first: a body over the limit is a 413 (`aitp.lane`), whatever its type
+    raw = await request.body()  # first: a body over the limit is a 413 (`aitp.bindings.http.context`), any type
     if not declares_json(request.headers.get("content-type")):
         error = InvalidRequestError(
             message="A2A JSON-RPC requests must be sent as Content-Type: application/json.",

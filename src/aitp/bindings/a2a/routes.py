@@ -30,10 +30,12 @@ from starlette.types import Scope
 
 from aitp.bindings.a2a import intake, params, send
 from aitp.bindings.a2a.card import agent_card
-from aitp.bindings.a2a.handler import CALL, AitpRequestHandler, Call
-from aitp.context import principal_of, runtime_of
+from aitp.bindings.a2a.handler import CALL, AitpRequestHandler
+from aitp.bindings.http import errors as http_errors
+from aitp.bindings.http.context import principal_of, runtime_of
 from aitp.errors import APIError, InvalidRequest
 from aitp.services import a2a_agents, identities
+from aitp.services.a2a_tasks import Call
 from aitp.store.a2a import A2AAgentRecord
 
 PREFIX = "/a2a/"
@@ -156,13 +158,8 @@ async def settings(request: Request) -> Response:
             credentials=body.credentials if "credentials" in body.model_fields_set else a2a_agents.KEEP,
         )
     except APIError as error:
-        return JSONResponse(error.envelope(), status_code=error.status_code)
+        return http_errors.respond(error)  # the HTTP faces' envelope: this route is plain HTTP, not JSON-RPC
     return JSONResponse(_settings(record))
-
-
-def rpc_route(routes: list[BaseRoute]) -> BaseRoute:
-    """The JSON-RPC endpoint's route among the app's `routes` (`aitp.lane` serves it)."""
-    return next(r for r in routes if isinstance(r, Route) and r.endpoint is rpc)
 
 
 def routes() -> list[BaseRoute]:

@@ -12,6 +12,7 @@ from pymongo.errors import DuplicateKeyError
 from aitp.store.a2a import ADDRESSED, A2AAgentRecord, A2AStore, RemoteTaskRecord
 from aitp.store.mongo.engine import MongoEngine
 
+SHARED_BATCH = 200  # the caller's memberships read at once while looking for threads shared with an agent
 FIELDS = ("serve", "capabilities", "card_url", "updated_at", "reply_policy", "credentials")
 
 
@@ -43,6 +44,10 @@ class MongoA2A(A2AStore):
     @property
     def _contexts(self) -> Any:
         return self._engine.db.a2a_contexts
+
+    @property
+    def _members(self) -> Any:
+        return self._engine.db.thread_actors
 
     @property
     def _tasks(self) -> Any:
@@ -77,6 +82,34 @@ class MongoA2A(A2AStore):
             pass  # bound first by another request: that binding holds
         found = await self._contexts.find_one({"_id": key})
         return str(found["thread_id"])
+
+    async def shared_threads(self, caller: str, agent: str, *, limit: int, before: str | None = None) -> list[str]:
+        """The caller's memberships newest first (the actor index), a batch at a time, each kept if the agent
+        is in that live thread too (two indexed reads per batch)."""
+        found: list[str] = []
+        while len(found) < limit:
+            query: dict[str, Any] = {"actor_id": caller}
+            if before is not None:
+                query["thread_id"] = {"$lt": before}
+            batch = [
+                d["thread_id"]
+                async for d in self._members.find(query, {"thread_id": 1}).sort("thread_id", -1).limit(SHARED_BATCH)
+            ]
+            if not batch:
+                break
+            with_agent = {
+                d["thread_id"]
+                async for d in self._members.find({"actor_id": agent, "thread_id": {"$in": batch}}, {"thread_id": 1})
+            }
+            live = {
+                d["_id"]
+                async for d in self._engine.db.threads.find(
+                    {"_id": {"$in": sorted(with_agent)}, "deleted": False}, {"_id": 1}
+                )
+            }
+            found.extend(thread_id for thread_id in batch if thread_id in live)
+            before = batch[-1]
+        return found[:limit]
 
     async def remote_task(self, actor: str, thread_id: str) -> RemoteTaskRecord | None:
         doc = await self._tasks.find_one({"_id": _key(actor, thread_id)})

@@ -112,7 +112,7 @@ class MongoEngine:
         await db.webhook_deliveries.create_index(
             [("endpoint_id", ASCENDING), ("status", ASCENDING), ("thread_id", ASCENDING), ("gid", ASCENDING)]
         )
-        # a claim reads only the due ones (mongo/webhooks.py, _due_heads), never the finished ones kept
+        # a retry made due at once (mongo/webhooks.py, hasten) reads only the waiting ones, never the finished
         await db.webhook_deliveries.create_index(
             [("endpoint_id", ASCENDING), ("status", ASCENDING), ("next_attempt_at", ASCENDING)]
         )

@@ -4,11 +4,13 @@ created under the per-actor limit takes one of its actor's numbered slots, uniqu
 concurrent creations never exceed the limit (endpoints written before slots are given theirs when the store is
 opened: `migrations.endpoints_into_slots`).
 
-The engine's reads (`claim`, `next_due`) go through the (endpoint, status, ...) indexes on pending deliveries:
-finished ones, kept for the delivery log until `prune`, are never read by them."""
+The engine's reads (`claim`, `next_due`) go through the (endpoint, status, thread, gid) index on pending
+deliveries (finished ones, kept for the delivery log until `prune`, are never read by them), and apply the claim
+rule of `store.webhooks` to what they read."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -16,7 +18,17 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from aitp.store.mongo.engine import MongoEngine
-from aitp.store.webhooks import Claim, DeliveryRecord, DeliveryStatus, EndpointRecord, WebhookSecret, WebhookStore
+from aitp.store.webhooks import (
+    Claim,
+    DeliveryRecord,
+    DeliveryStatus,
+    EndpointRecord,
+    Pending,
+    WebhookSecret,
+    WebhookStore,
+    claimable,
+    next_ready,
+)
 
 DUPLICATE_KEY = 11000
 _MUTABLE = (
@@ -32,6 +44,8 @@ _MUTABLE = (
 )
 _FINISHED = ["succeeded", "failed", "canceled"]
 _OUTCOME = ("status", "next_attempt_at", "last_attempt_at", "last_status", "last_error")
+_CANDIDATE = {"thread_id": 1, "gid": 1, "next_attempt_at": 1, "lease_until": 1}  # what the claim rule reads
+_PENDING_INDEX = [("endpoint_id", ASCENDING), ("status", ASCENDING), ("thread_id", ASCENDING), ("gid", ASCENDING)]
 _DELIVERY_FIELDS = [f.name for f in fields(DeliveryRecord) if f.name != "id"]
 
 
@@ -42,6 +56,10 @@ def _endpoint(doc: dict[str, Any]) -> EndpointRecord:
     values["on_client_error"] = doc.get("on_client_error", "skip")
     values["ordering"] = doc.get("ordering", "thread")
     return EndpointRecord(id=doc["_id"], **values)
+
+
+def _pending(doc: dict[str, Any]) -> Pending:
+    return Pending(doc["_id"], doc["thread_id"], doc["gid"], doc["next_attempt_at"], doc["lease_until"])
 
 
 def _delivery(doc: dict[str, Any]) -> DeliveryRecord:
@@ -122,61 +140,36 @@ class MongoWebhooks(WebhookStore):
         moved = await self._endpoints.update_one({"_id": endpoint_id, "cursor": after}, {"$set": {"cursor": to}})
         return moved.modified_count > 0
 
-    async def _heads(self, endpoint_id: str) -> list[dict[str, Any]]:
-        """The oldest pending delivery of each thread of the endpoint (only it may be attempted): one indexed
-        look per thread that has one, each for the first pending delivery of the next thread, so the cost is
-        that of the threads waiting, never of the deliveries behind their heads."""
-        heads: list[dict[str, Any]] = []
+    async def _candidates(self, endpoint_id: str, ordered: bool) -> AsyncIterator[Pending]:
+        """The claim rule's candidates, oldest first. Ordered: the oldest pending delivery of each thread (only
+        it may be attempted), one indexed look per thread that has one (each for the first pending delivery of
+        the next thread), so the cost is that of the threads waiting, never of the deliveries behind their heads.
+        Unordered: every pending delivery (the pending index: a cost of those pending, never of the finished)."""
         pending: dict[str, Any] = {"endpoint_id": endpoint_id, "status": "pending"}
+        if not ordered:
+            async for doc in self._deliveries.find(pending, _CANDIDATE).hint(_PENDING_INDEX).sort("gid", ASCENDING):
+                yield _pending(doc)
+            return
+        heads: list[Pending] = []
         while True:
-            after = {"thread_id": {"$gt": heads[-1]["thread_id"]}} if heads else {}
+            after = {"thread_id": {"$gt": heads[-1].thread_id}} if heads else {}
             head = await self._deliveries.find_one(
-                {**pending, **after},
-                {"thread_id": 1, "gid": 1, "next_attempt_at": 1, "lease_until": 1},
-                sort=[("thread_id", ASCENDING), ("gid", ASCENDING)],
+                {**pending, **after}, _CANDIDATE, sort=[("thread_id", ASCENDING), ("gid", ASCENDING)]
             )
             if head is None:
-                return heads
-            heads.append(head)
-
-    async def _due_heads(self, endpoint_id: str, now: float, limit: int, ordered: bool) -> list[dict[str, Any]]:
-        """At most `limit` due, unleased pending deliveries of the endpoint, each (if `ordered`) the oldest
-        pending one of its thread, by gid: read from the due ones alone (the pending-by-due index), each checked
-        to be its thread's head by one indexed look for an earlier pending one."""
-        if limit <= 0:
-            return []
-        due = self._deliveries.find(
-            {
-                "endpoint_id": endpoint_id,
-                "status": "pending",
-                "next_attempt_at": {"$lte": now},
-                "lease_until": {"$lte": now},
-            },
-            {"thread_id": 1, "gid": 1},
-        ).sort("gid", ASCENDING)
-        if not ordered:
-            return [doc async for doc in due.limit(limit)]
-        heads: list[dict[str, Any]] = []
-        looked: set[str] = set()  # threads whose first due delivery was looked at: a later one is no head
-        async for doc in due:
-            if doc["thread_id"] in looked:
-                continue
-            looked.add(doc["thread_id"])
-            earlier = {"endpoint_id": endpoint_id, "status": "pending", "thread_id": doc["thread_id"]}
-            if await self._deliveries.find_one({**earlier, "gid": {"$lt": doc["gid"]}}, {"_id": 1}) is None:
-                heads.append(doc)
-                if len(heads) == limit:
-                    break
-        return heads
+                break
+            heads.append(_pending(head))
+        for found in sorted(heads, key=lambda candidate: candidate.gid):
+            yield found
 
     async def claim(self, endpoint_id: str, terms: Claim) -> list[DeliveryRecord]:
-        owner, now, lease_until, limit = terms.owner, terms.now, terms.lease_until, terms.limit
+        candidates = [candidate async for candidate in self._candidates(endpoint_id, terms.ordered)]
         claimed = []
-        for head in await self._due_heads(endpoint_id, now, limit, terms.ordered):
-            # taken only if still pending and unleased: of two claimers, one matches
+        for found in claimable(candidates, terms):
+            # compare-and-set: taken only if no one leased it since it was read (of two claimers, one matches)
             doc = await self._deliveries.find_one_and_update(
-                {"_id": head["_id"], "status": "pending", "lease_until": {"$lte": now}},
-                {"$set": {"lease_owner": owner, "lease_until": lease_until}, "$inc": {"attempts": 1}},
+                {"_id": found.id, "status": "pending", "lease_until": found.lease_until},
+                {"$set": {"lease_owner": terms.owner, "lease_until": terms.lease_until}, "$inc": {"attempts": 1}},
                 return_document=ReturnDocument.AFTER,
             )
             if doc is not None:
@@ -190,12 +183,8 @@ class MongoWebhooks(WebhookStore):
         return done.matched_count > 0
 
     async def next_due(self, endpoint_id: str, *, ordered: bool = True) -> float | None:
-        if ordered:
-            waiting = await self._heads(endpoint_id)
-        else:  # every pending delivery may be next: a cost of those pending, never of the finished ones
-            pending = {"endpoint_id": endpoint_id, "status": "pending"}
-            waiting = [d async for d in self._deliveries.find(pending, {"next_attempt_at": 1, "lease_until": 1})]
-        return min((max(d["next_attempt_at"], d["lease_until"]) for d in waiting), default=None)
+        candidates = [candidate async for candidate in self._candidates(endpoint_id, ordered)]
+        return next_ready(candidates, ordered=ordered)
 
     async def hasten(self, endpoint_id: str, now: float) -> int:
         waiting = {"endpoint_id": endpoint_id, "status": "pending", "next_attempt_at": {"$gt": now}}

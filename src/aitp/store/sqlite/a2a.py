@@ -22,6 +22,16 @@ def upgrade(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE a2a_agents ADD COLUMN {name} {definition}")
 
 
+# the caller's memberships newest first (the actor index), each kept if the agent is in that live thread too
+SHARED = (
+    "SELECT c.thread_id FROM thread_actors c"
+    " JOIN thread_actors a ON a.thread_id = c.thread_id AND a.actor_id = :agent"
+    " JOIN threads t ON t.id = c.thread_id AND t.deleted = 0"
+    " WHERE c.actor_id = :caller AND (:before IS NULL OR c.thread_id < :before)"
+    " ORDER BY c.thread_id DESC LIMIT :limit"
+)
+
+
 def _record(row: sqlite3.Row) -> A2AAgentRecord:
     return A2AAgentRecord(
         actor=row["actor"],
@@ -110,6 +120,13 @@ class SQLiteA2A(A2AStore):
             return str(row[0])
 
         return await self._engine.write(op)
+
+    async def shared_threads(self, caller: str, agent: str, *, limit: int, before: str | None = None) -> list[str]:
+        def op(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute(SHARED, {"caller": caller, "agent": agent, "before": before, "limit": limit})
+            return [str(row[0]) for row in rows]
+
+        return await self._engine.run(op)
 
     async def remote_task(self, actor: str, thread_id: str) -> RemoteTaskRecord | None:
         def op(conn: sqlite3.Connection) -> RemoteTaskRecord | None:

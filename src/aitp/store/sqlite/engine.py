@@ -19,7 +19,7 @@ FULL. What can wait runs on a dedicated store thread with its own connection ins
 Why not everything on the thread: the GIL. A statement releases it around each SQLite call and must take
 it back from an event loop busy serving requests, so a 50 µs write took ~450 µs of wall time there and
 the store thread, 90% busy while using a third of a core, bounded ingest at ~1,000 requests/s. On the
-loop the same POST costs half the CPU (bench/ingest.py, README "Performance").
+loop the same POST costs half the CPU (bench/ingest.py, docs/performance.md).
 
 Message appends and thread creations that arrive in the same event-loop turn share one transaction (group
 commit), each in its own savepoint: the pages they all touch are written to the WAL once per batch (server

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import asdict, fields
 from typing import Any
 
 from aitp.store.sqlite.engine import SQLiteEngine
 from aitp.store.sqlite.schema import dumps, loads
-from aitp.store.webhooks import Claim, DeliveryRecord, DeliveryStatus, EndpointRecord, WebhookSecret, WebhookStore
+from aitp.store.webhooks import (
+    Claim,
+    DeliveryRecord,
+    DeliveryStatus,
+    EndpointRecord,
+    Pending,
+    WebhookSecret,
+    WebhookStore,
+    claimable,
+    next_ready,
+)
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS webhook_endpoints (
@@ -53,14 +64,16 @@ CREATE INDEX IF NOT EXISTS webhook_deliveries_finished ON webhook_deliveries (cr
 """
 
 _DELIVERY_COLUMNS = [f.name for f in fields(DeliveryRecord)]
-# The oldest pending delivery of each thread of the endpoint (its head): only it may be attempted (order per
-# thread). Found by a skip-scan of the pending index, one seek per thread with pending deliveries: a cost of
-# the threads waiting, not of the deliveries pending (a backlog) nor of those finished (the history). The
-# index is named: the planner otherwise prefers the endpoint index, which walks every delivery the endpoint
-# ever had, a cost growing with history (issue 28); CROSS JOIN keeps the heads the outer loop (the planner
-# would otherwise walk the endpoint's pending deliveries and look each up among the heads).
+_CANDIDATE = "d.id, d.thread_id, d.gid, d.next_attempt_at, d.lease_until"  # what the claim rule reads (`Pending`)
+# The oldest pending delivery of each thread of the endpoint (its head), oldest first: the candidates of an
+# ordered claim (`store.webhooks.claimable`: only a head may be attempted). Found by a skip-scan of the pending
+# index, one seek per thread with pending deliveries: a cost of the threads waiting, not of the deliveries
+# pending (a backlog) nor of those finished (the history). The index is named: the planner otherwise prefers
+# the endpoint index, which walks every delivery the endpoint ever had, a cost growing with history (issue 28);
+# CROSS JOIN keeps the heads the outer loop (the planner would otherwise walk the endpoint's pending
+# deliveries and look each up among the heads).
 _PENDING = "webhook_deliveries INDEXED BY webhook_deliveries_pending"
-_HEADS = f"""
+HEADS = f"""
 WITH RECURSIVE threads(thread_id) AS (
     SELECT thread_id FROM (
         SELECT thread_id FROM {_PENDING} WHERE endpoint_id = :endpoint AND status = 'pending'
@@ -79,21 +92,14 @@ WITH RECURSIVE threads(thread_id) AS (
         ORDER BY gid LIMIT 1
     ) FROM threads WHERE threads.thread_id IS NOT NULL
 )
-SELECT {{columns}} FROM heads CROSS JOIN {_PENDING.replace("INDEXED", "d INDEXED")}
-    ON d.endpoint_id = :endpoint AND d.status = 'pending' AND d.thread_id = heads.thread_id AND d.gid = heads.gid"""
-DUE_HEADS = (
-    _HEADS.format(columns="d.id")
-    + " WHERE d.next_attempt_at <= :now AND d.lease_until <= :now ORDER BY d.gid LIMIT :limit"
-)
-NEXT_DUE = _HEADS.format(columns="MIN(MAX(d.next_attempt_at, d.lease_until))")
-# an endpoint whose ordering is "none": any pending delivery, oldest first (a cost of the pending ones only)
-DUE_ANY = (
-    f"SELECT id FROM {_PENDING} WHERE endpoint_id = :endpoint AND status = 'pending'"
-    " AND next_attempt_at <= :now AND lease_until <= :now ORDER BY gid LIMIT :limit"
-)
-NEXT_DUE_ANY = (
-    f"SELECT MIN(MAX(next_attempt_at, lease_until)) FROM {_PENDING}"
-    " WHERE endpoint_id = :endpoint AND status = 'pending'"
+SELECT {_CANDIDATE} FROM heads CROSS JOIN {_PENDING.replace("INDEXED", "d INDEXED")}
+    ON d.endpoint_id = :endpoint AND d.status = 'pending' AND d.thread_id = heads.thread_id AND d.gid = heads.gid
+ORDER BY d.gid"""
+# an endpoint whose ordering is "none": every pending delivery is a candidate, oldest first (a cost of the
+# pending ones only)
+PENDING = (
+    f"SELECT {_CANDIDATE} FROM {_PENDING.replace('INDEXED', 'd INDEXED')}"
+    " WHERE d.endpoint_id = :endpoint AND d.status = 'pending' ORDER BY d.gid"
 )
 HASTEN = (
     "UPDATE webhook_deliveries INDEXED BY webhook_deliveries_pending SET next_attempt_at = ?"
@@ -131,16 +137,20 @@ def _advance(conn: sqlite3.Connection, endpoint_id: str, after: int, to: int, de
     return moved.rowcount > 0
 
 
+def _candidates(conn: sqlite3.Connection, endpoint_id: str, ordered: bool) -> Iterator[Pending]:
+    """The claim rule's candidates, read lazily (a claim stops reading once it has its `limit`)."""
+    for row in conn.execute(HEADS if ordered else PENDING, {"endpoint": endpoint_id}):
+        yield Pending(*row)
+
+
 def _claim(conn: sqlite3.Connection, endpoint_id: str, terms: Claim) -> list[DeliveryRecord]:
-    owner, now, lease_until, limit = terms.owner, terms.now, terms.lease_until, terms.limit
-    values = {"endpoint": endpoint_id, "now": now, "limit": limit}
-    ids = [row[0] for row in conn.execute(DUE_HEADS if terms.ordered else DUE_ANY, values)]
     claimed = []
-    for found in ids:  # in the same write transaction as the read: no other claim sees them free
+    # in the same write transaction as the read: no other claim sees them free
+    for found in claimable(_candidates(conn, endpoint_id, terms.ordered), terms):
         row = conn.execute(
             "UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?, attempts = attempts + 1"
             " WHERE id = ? RETURNING *",
-            (owner, lease_until, found),
+            (terms.owner, terms.lease_until, found.id),
         ).fetchone()
         claimed.append(_delivery(row))
     return claimed
@@ -276,9 +286,7 @@ class SQLiteWebhooks(WebhookStore):
 
     async def next_due(self, endpoint_id: str, *, ordered: bool = True) -> float | None:
         def op(conn: sqlite3.Connection) -> float | None:
-            query = NEXT_DUE if ordered else NEXT_DUE_ANY
-            due: float | None = conn.execute(query, {"endpoint": endpoint_id}).fetchone()[0]
-            return due
+            return next_ready(_candidates(conn, endpoint_id, ordered), ordered=ordered)
 
         return await self._engine.run(op)
 

@@ -11,7 +11,7 @@ service enforces (who is a member of a thread, which role an actor writes as, wh
 must contain), so such a request may rightly get a 400 or 422.
 
 CI runs a bounded number of examples per operation, derandomized. For a long local run with fresh random
-examples: `AITP_FUZZ_EXAMPLES=1000 .venv/bin/python -m pytest tests/test_openapi_fuzz.py` (see README).
+examples: `AITP_FUZZ_EXAMPLES=1000 .venv/bin/python -m pytest tests/test_openapi_fuzz.py` (see docs/development.md).
 """
 
 from __future__ import annotations

@@ -11,35 +11,29 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
-from starlette.routing import BaseRoute
 
 from aitp import __version__
 from aitp.auth import bearer_token
-from aitp.bindings.a2a import parts as a2a_parts
 from aitp.bindings.a2a import routes as a2a
+from aitp.bindings.a2a.outbound import RemoteAgents
+from aitp.bindings.http import errors as http_errors
+from aitp.bindings.http.context import ContextMiddleware
 from aitp.bindings.openai_conversations.routes import routes as conversation_routes
-from aitp.bindings.openai_threads import errors, messages, openapi, render
+from aitp.bindings.openai_threads import errors, openapi, render
 from aitp.bindings.openai_threads.routes import NoKeyNeeded, api_routes
 from aitp.bindings.openai_threads.web import WebMount
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.config import Settings
-from aitp.context import ContextMiddleware
 from aitp.deliveries.a2a import A2ADeliveries
 from aitp.deliveries.webhooks import WebhookDeliveries
 from aitp.events.hub import Hub
 from aitp.gate import Gate
-from aitp.lane import Lane
 from aitp.runtime import Runtime
 from aitp.services import registration, revocation
 from aitp.services.connections import stream_slots
 from aitp.shipped import shipped_directory
 from aitp.store import Store, open_store
 from aitp.tasks import cancel
-
-
-def _served_by(routes: list[BaseRoute], handler: object) -> BaseRoute:
-    """The route whose endpoint is served by the plain `handler` (`openai_threads.route.served_by`)."""
-    return next(r for r in routes if getattr(getattr(r, "endpoint", None), "served_by", None) is handler)
 
 
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
@@ -58,7 +52,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     # webhook bodies are inbox events exactly as this binding's inbox stream sends them
     deliveries = WebhookDeliveries(runtime, render.inbox_frame)
     # A2A agents standing in threads as actors: messages go out, and answers come in, as the A2A face says
-    a2a_deliveries = A2ADeliveries(runtime, a2a_parts.outgoing, a2a_parts.aitp_content)
+    a2a_deliveries = A2ADeliveries(runtime, RemoteAgents(runtime))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -99,9 +93,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         # A2A's four routes first: a SendMessage was matched against every API route before its own (3% of its CPU)
         routes=[*a2a.routes(), *api_routes(), *conversation_routes()],
     )
-    app.state.runtime = runtime  # for tests and tools; requests find it in their scope (aitp.context)
+    app.state.runtime = runtime  # for tests and tools; requests find it in their scope (aitp.bindings.http.context)
     app.state.deliveries = deliveries
-    errors.install(app)
+    http_errors.install(app)
     openapi.install(app)
     threads_public = NoKeyNeeded(app.routes)
     context: dict[str, Any] = {
@@ -110,10 +104,6 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         "refuse": errors.refusal,
     }
     app.add_middleware(ContextMiddleware, **context)
-    # the hottest requests, A2A SendMessage and a posted message, past the rest of FastAPI's chain (same
-    # rules and errors): each route is the first that can match its requests (aitp.lane)
-    hot = [a2a.rpc_route(app.routes), _served_by(app.routes, messages.post_message)]
-    app.add_middleware(Lane, routes=hot, context=context, handlers=app.exception_handlers)
 
     @app.get("/health", tags=["health"], summary="Liveness (no key needed); with an admin key, counters too")
     async def health(request: Request) -> dict[str, Any]:

@@ -1,4 +1,7 @@
-"""Client errors, one class per OpenAI error `type`, rendered once as the OpenAI envelope."""
+"""The core's refusals: what went wrong (`code`, `message`), which input was at fault (`param`), and the HTTP
+status that classes it. Only that: each binding renders them its own way (the OpenAI faces as the
+`{"error": {...}}` envelope, `aitp.bindings.http.errors`; A2A as JSON-RPC errors), and a message says what is
+wrong, never which URL of which face to call instead."""
 
 from __future__ import annotations
 
@@ -9,12 +12,14 @@ from typing import Any
 
 
 class APIError(Exception):
-    """An error the client caused (or may retry); rendered as `{"error": {...}}`."""
+    """A request refused (or to retry later). `status_code` classes it (HTTP's classes, which every face maps
+    from); `headers` are what an HTTP answer adds (e.g. `Retry-After`); `details` what a face may show beside
+    the four fields."""
 
     status_code: int = 400
-    type: str = "invalid_request_error"
     default_code: str | None = None
     headers: dict[str, str] | None = None  # extra response headers, e.g. Retry-After
+    retry_after: int | None = None  # seconds: when a retry may succeed (429, 503)
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
@@ -22,8 +27,9 @@ class APIError(Exception):
         self.param = param
         self.code = code if code is not None else self.default_code
 
-    def envelope(self) -> dict[str, Any]:
-        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+    def details(self) -> dict[str, Any]:
+        """Fields of this refusal beyond status, code, param and message (none here)."""
+        return {}
 
 
 class InvalidRequest(APIError):
@@ -33,13 +39,11 @@ class InvalidRequest(APIError):
 
 class Unauthenticated(APIError):
     status_code = 401
-    type = "authentication_error"
     default_code = "invalid_api_key"
 
 
 class PermissionDenied(APIError):
     status_code = 403
-    type = "permission_error"
     default_code = "permission_denied"
 
 
@@ -64,10 +68,9 @@ class Unprocessable(APIError):
 
 
 class RateLimited(APIError):
-    """429: too many requests (or open streams) for one key; `Retry-After` says when to try again."""
+    """429: too many requests (or open streams) for one key; `retry_after` says when to try again."""
 
     status_code = 429
-    type = "rate_limit_error"
     default_code = "rate_limit_exceeded"
 
     def __init__(
@@ -94,11 +97,11 @@ class RequestHeaderFieldsTooLarge(APIError):
 
 
 class ServiceUnavailable(APIError):
-    """503: the server takes no more connections now; `Retry-After` says when to try again."""
+    """503: the server takes no more connections now; `retry_after` says when to try again."""
 
     status_code = 503
-    type = "server_error"
     default_code = "connection_limit_reached"
+    retry_after = 1
     headers = {"Retry-After": "1"}
 
 

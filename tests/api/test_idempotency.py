@@ -23,13 +23,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from aitp.app import create_app
+from aitp.bindings.http.context import ContextMiddleware
+from aitp.bindings.http.idempotency import Idempotent, IdempotentWrites
 from aitp.bindings.openai_threads import errors
-from aitp.bindings.openai_threads.idempotency import Idempotent, IdempotentWrites
 from aitp.bindings.openai_threads.routes import NoKeyNeeded
 from aitp.capabilities.registry import Registry, default_directory
 from aitp.client import AitpClient, Unprocessable
 from aitp.config import Settings
-from aitp.context import ContextMiddleware
 from aitp.events.hub import Hub
 from aitp.runtime import Runtime
 from aitp.services.idempotency import PENDING_TIMEOUT, fingerprint

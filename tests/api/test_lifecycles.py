@@ -3,7 +3,7 @@
 A quote (AITP-01 or hub-era, paid and confirmed in either capability) is open, authorized (a payment
 awaits its confirmation), pending, paid or failed; a failure lets it be paid again, a pending payment
 gets its final confirmation later, and nothing moves a paid quote. Decisions and data requests are
-answered once. The README's "Capability messages" section tables the same transitions.
+answered once. docs/capabilities.md ("Request lifecycles") tables the same transitions.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from aitp.app import create_app
+from aitp.bindings.http.route import ApiRoute
 from aitp.bindings.openai_threads import messages
-from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.config import Settings
 from aitp.store import Store
 from tests.conftest import ADMIN_KEY, API

@@ -1,11 +1,11 @@
-"""The README's screenshots, produced from a real conversation: a shop agent with a profile (name, logo)
-posts a Markdown message, the products `request_decision` example and a `request_data` form over HTTP; the
-customer, with a profile of her own, opens them in the UI.
+"""The screenshots of docs/web-ui.md (and the README), produced from a real conversation: a shop agent with a
+profile (name, logo) posts a Markdown message, the products `request_decision` example and a `request_data` form
+over HTTP; the customer, with a profile of her own, opens them in the UI.
 
 Takes, on every run: the customer's view (products-decision.png), the order summary before anything is
 sent (order-summary.png), the form (data-request-form.png), the developer's view of the same thread
 (developer-details.png) and the conversation on a phone (phone-conversation.png). With
-AITP_UPDATE_SCREENSHOTS=1 it writes them to docs/screenshots/ (the README's copies), otherwise to the
+AITP_UPDATE_SCREENSHOTS=1 it writes them to docs/screenshots/ (the docs' copies), otherwise to the
 test's temporary directory, so a test run leaves the checkout as it was.
 """
 

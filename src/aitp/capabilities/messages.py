@@ -45,7 +45,7 @@ class CapabilityPart:
 class CapabilityNotSupported(Unprocessable):
     """422 `capability_not_supported`: actors of the thread (`unsupported_by`) cannot read a capability message.
 
-    The envelope names them. When the sender reads the message and only recipients do not, the members are
+    The refusal names them (`details`). When the sender reads the message and only recipients do not, the members are
     told too (`services.messages`): they are the ones who can declare the capability."""
 
     default_code = "capability_not_supported"
@@ -71,10 +71,8 @@ class CapabilityNotSupported(Unprocessable):
         """True when the sender reads the message and some recipients do not."""
         return self.sender not in self.unsupported_by
 
-    def envelope(self) -> dict[str, Any]:
-        body = super().envelope()
-        body["error"]["unsupported_by"] = list(self.unsupported_by)
-        return body
+    def details(self) -> dict[str, Any]:
+        return {"unsupported_by": list(self.unsupported_by)}
 
 
 def capability_parts(content: Sequence[dict[str, Any]], where: str = "content") -> list[CapabilityPart]:
@@ -168,13 +166,13 @@ def check_parts(
             if sender in cannot:
                 text = (
                     f"{param}: the sender '{sender}' has not declared {ref.id} major version {ref.version.major}; "
-                    "declare it (POST /v1/threads/{id}/actors) before sending such messages."
+                    "declare it among its capabilities in this thread before sending such messages."
                 )
             else:
                 text = (
                     f"{param}: {', '.join(repr(a) for a in cannot)} cannot read {ref.id} major version "
-                    f"{ref.version.major}; send plain text or a version every actor supports "
-                    "(GET /v1/threads/{id}/capabilities)."
+                    f"{ref.version.major}; send plain text or a version every actor supports (the thread's "
+                    "negotiated capabilities)."
                 )
             raise CapabilityNotSupported(
                 text, param=f"{param}.$schema", sender=sender, part=part, ref=ref, unsupported_by=list(cannot)

@@ -94,7 +94,7 @@ async def admit_ticket(rt: Runtime, ticket: str) -> tuple[Principal, str]:
     record = await rt.store.codes.redeem(hash_key(ticket), WEBSOCKET, time.time())
     if record is None:
         raise Unauthenticated(
-            "The WebSocket ticket is unknown, expired or already used: get a new one (POST /v1/tickets).",
+            "The WebSocket ticket is unknown, expired or already used: get a new ticket for each connect.",
             code="invalid_ticket",
         )
     return await rt.state(Gate).admit_hash(record.key_hash), record.key_hash

@@ -2,8 +2,8 @@
 
 The first request with a key reserves it in the store (a pending record, unique per caller and key),
 runs, and stores its response; a retry with the same request gets that response back without running
-again. The HTTP routes that declare it (the Threads binding's `idempotency`) and posts over the WebSocket
-share these rules.
+again. The rules only: the bindings keep each response as their face answered it (the HTTP faces:
+`aitp.bindings.http.idempotency`, for routes and for posts over a WebSocket alike).
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from aitp.errors import APIError, Conflict, InvalidRequest, Unprocessable
+from aitp.errors import Conflict, InvalidRequest, Unprocessable
 from aitp.principals import ADMIN_ACTOR, Principal
 from aitp.runtime import Runtime
 from aitp.store.idempotency import IdempotencyRecord
@@ -44,16 +43,6 @@ class Replay:
 
     status: int
     body: str
-
-
-class StoredError(APIError):
-    """A refusal replayed from an idempotency record, with its original status and envelope."""
-
-    def __init__(self, status: int, envelope: dict[str, Any]) -> None:
-        error = envelope.get("error") or {}
-        super().__init__(str(error.get("message", "")), param=error.get("param"), code=error.get("code"))
-        self.status_code = status
-        self.type = str(error.get("type", self.type))
 
 
 def scope_of(principal: Principal) -> str:
@@ -136,26 +125,3 @@ async def finish(rt: Runtime, reservation: Reservation, status: int, body: str) 
 async def abandon(rt: Runtime, reservation: Reservation) -> None:
     """Release the key after a failure, so a retry runs the request again."""
     await rt.store.idempotency.release(reservation.scope, reservation.key, reservation.token)
-
-
-async def run_once(
-    rt: Runtime, principal: Principal, key: str, request: str, write: Callable[[], Awaitable[dict[str, Any]]]
-) -> dict[str, Any]:
-    """`write()` at most once per key, outside HTTP (posts over a WebSocket): its result, or its refusal
-    raised again, replayed to every retry. `key` comes from the `idempotency_key` field of a frame."""
-    outcome = await begin(rt, principal, checked_key(key, "idempotency_key"), request, "idempotency_key")
-    if isinstance(outcome, Replay):
-        content = orjson.loads(outcome.body)
-        if outcome.status >= 400:
-            raise StoredError(outcome.status, content)
-        return dict(content)
-    try:
-        result = await write()
-    except APIError as error:
-        await finish(rt, outcome, error.status_code, orjson.dumps(error.envelope()).decode())
-        raise
-    except BaseException:
-        await abandon(rt, outcome)
-        raise
-    await finish(rt, outcome, 200, orjson.dumps(result).decode())
-    return result

@@ -84,7 +84,7 @@ async def check_contacts(rt: Runtime, principal: Principal, named: Sequence[Name
         if target is None:
             raise InvalidRequest(
                 f"No actor '{actor}' is known to this server: a local actor gets a key from the admin, a domain "
-                "or NEAR actor signs in (POST /v1/auth/challenge) before it can be named.",
+                "or NEAR actor signs in (proving its name) before it can be named.",
                 param=name.param,
                 code="unknown_actor",
             )

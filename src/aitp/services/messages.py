@@ -24,7 +24,7 @@ from aitp.store.base import AuthorNotMember, DuplicateRef, MessageRecord, NewEve
 
 def not_a_member(actor: str, param: str) -> InvalidRequest:
     return InvalidRequest(
-        f"Actor '{actor}' is not a member of this thread; add it with POST /v1/threads/{{id}}/actors first.",
+        f"Actor '{actor}' is not a member of this thread; add it to the thread's actors first.",
         param=param,
         code="actor_not_member",
     )
@@ -69,25 +69,37 @@ class _Fields(NamedTuple):
     to: str
 
 
+# Where a message's recipients were given, under the message's `param`: in its metadata (`metadata.to`), unless
+# the face that took the message says otherwise (a conversation item's `to`), so refusals name what was sent.
+TO_IN_METADATA = ("metadata", addressing.TO)
+
+
 @functools.lru_cache(maxsize=256)
-def _fields_of(param: str) -> _Fields:
+def _fields_of(param: str, to: tuple[str, ...] = TO_IN_METADATA) -> _Fields:
     """The fields' params under `param` (the same few prefixes every time: written once, not per message)."""
     return _Fields(
         param_path(param, ["metadata", "actor"]),
         param_path(param, ["content"]),
         param_path(param, ["attachments"]),
         param_path(param, ["metadata"]),
-        param_path(param, ["metadata", addressing.TO]),
+        param_path(param, to),
     )
 
 
 def build_message(
-    rt: Runtime, principal: Principal, view: ThreadView, body: NewMessage, created_at: int, param: str = ""
+    rt: Runtime,
+    principal: Principal,
+    view: ThreadView,
+    body: NewMessage,
+    created_at: int,
+    param: str = "",
+    to: tuple[str, ...] = TO_IN_METADATA,
 ) -> tuple[MessageRecord, list[tuple[CapabilityPart, str]]]:
     """A message record: author checked (no impersonation, must be a member), role derived,
-    capability parts validated and summarised in `aitp`."""
+    capability parts validated and summarised in `aitp`. `param` names the message in refusals, `to` where
+    under it its recipients were given."""
     metadata = dict(body.metadata or {})
-    where = _fields_of(param)
+    where = _fields_of(param, to)
     actor = acting_actor(principal, metadata.pop("actor", None), where.actor)
     if view.member(actor) is None:
         raise not_a_member(actor, where.actor)
@@ -171,9 +183,15 @@ def _author(principal: Principal, body: NewMessage) -> str:
 
 
 async def create_messages(
-    rt: Runtime, principal: Principal, thread_id: str, bodies: Sequence[NewMessage], param: str
+    rt: Runtime,
+    principal: Principal,
+    thread_id: str,
+    bodies: Sequence[NewMessage],
+    param: str,
+    to: tuple[str, ...] = TO_IN_METADATA,
 ) -> list[MessageRecord]:
-    """Several messages in one write: all stored, in order, or none (`param` names the list in errors)."""
+    """Several messages in one write: all stored, in order, or none (`param` names the list in errors, `to`
+    where under each message its recipients were given)."""
     for i, body in enumerate(bodies):
         limits.check_message(body.content, body.attachments, rt.settings, f"{param}[{i}]")
     view = await readable_thread(rt, principal, thread_id)
@@ -182,7 +200,7 @@ async def create_messages(
     created_at = now()
     records, done = [], Correlation()
     for i, body in enumerate(bodies):
-        record, correlation = await _prepared(rt, principal, view, body, created_at, f"{param}[{i}]")
+        record, correlation = await _prepared(rt, principal, view, body, created_at, f"{param}[{i}]", to)
         records.append(record)
         done.extend(correlation)
     await _append(rt, principal, records, done, created_at)
@@ -190,11 +208,17 @@ async def create_messages(
 
 
 async def _prepared(
-    rt: Runtime, principal: Principal, view: ThreadView, body: NewMessage, created_at: int, param: str = ""
+    rt: Runtime,
+    principal: Principal,
+    view: ThreadView,
+    body: NewMessage,
+    created_at: int,
+    param: str = "",
+    to: tuple[str, ...] = TO_IN_METADATA,
 ) -> tuple[MessageRecord, Correlation]:
     """The message built and checked, and what it answers or asks (a refusal recipients caused is logged)."""
     try:
-        record, parts = build_message(rt, principal, view, body, created_at, param)
+        record, parts = build_message(rt, principal, view, body, created_at, param, to)
     except CapabilityNotSupported as refused:
         if refused.by_recipients:
             refusal = refusal_event(view.thread.id, refused, created_at, body.metadata)

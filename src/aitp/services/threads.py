@@ -1,8 +1,9 @@
-"""Threads: create (OpenAI + AITP-T01 shapes), read, modify metadata, delete, list mine."""
+"""Threads: create (actors given apart or, as AITP-T01 sends them, in metadata), read, modify metadata, delete,
+list mine."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -38,22 +39,11 @@ RESERVED_METADATA = ("actors", "parent_id")
 
 _actor_list = TypeAdapter(list[ActorDeclaration])
 
+# A thread's metadata as a face shows it (the user's keys and the reserved ones): what a client may send back.
+ShownMetadata = Callable[[ThreadRecord, list[ActorRecord]], Mapping[str, str]]
 # the record a thread made once per key keeps (its key, and what a repeat needs to find the thread)
 Once = Callable[[ThreadRecord, list[MessageRecord]], IdempotencyRecord]
 Thread = tuple[ThreadRecord, list[ActorRecord]]  # a thread and its actors: what the thread functions return
-
-
-def t01_metadata(thread: ThreadRecord, actors: list[ActorRecord]) -> dict[str, str]:
-    """A thread's metadata as AITP-T01 clients read it: the user's keys plus `actors`, a JSON string of
-    [{id, client_id?, capabilities}], and `parent_id` when there is one."""
-    compact = [
-        {"id": a.id, **({"client_id": a.client_id} if a.client_id else {}), "capabilities": a.capabilities}
-        for a in actors
-    ]
-    metadata = {**thread.metadata, "actors": orjson.dumps(compact).decode()}
-    if thread.parent_id is not None:
-        metadata["parent_id"] = thread.parent_id
-    return metadata
 
 
 def actor_records(thread_id: str, inputs: Sequence[ActorDeclaration], joined_at: int, param: str) -> list[ActorRecord]:
@@ -143,11 +133,13 @@ async def create_thread_with_messages(
     body: NewThread,
     message_param: Callable[[int], str] = _in_messages,
     once: Once | None = None,
+    to: tuple[str, ...] = message_service.TO_IN_METADATA,
 ) -> tuple[ThreadRecord, list[ActorRecord], list[MessageRecord]]:
     """As `create_thread`, with the first messages as stored (their seqs set). `message_param(i)` names the
     i-th message in refusals (`messages[i]`; a face that posts one message as the thread opens names it as
-    its message posts name it). With `once`, the record it makes of the thread and its messages is kept in
-    the same write, and the thread is made once per the record's key (KeyTaken when it was before)."""
+    its message posts name it), `to` where under it its recipients were given. With `once`, the record it
+    makes of the thread and its messages is kept in the same write, and the thread is made once per the
+    record's key (KeyTaken when it was before)."""
     _check_limits(rt, body, message_param)
     created_at = now()
     thread_id = new_id("thread")
@@ -201,7 +193,7 @@ async def create_thread_with_messages(
     for i, item in enumerate(body.messages or []):
         request = NewMessage(content=[item]) if isinstance(item, str) else item
         param = message_param(i)
-        record, parts = message_service.build_message(rt, principal, view, request, created_at, param)
+        record, parts = message_service.build_message(rt, principal, view, request, created_at, param, to)
         if parts:
             where = param_path(param, ["content"])
             done.extend(await correlate(rt.store, thread_id, record.id, record.actor, parts, where))
@@ -227,18 +219,21 @@ def _thread_updated(thread: ThreadRecord, actors: list[ActorRecord]) -> NewEvent
     return NewEvent("thread.updated", payloads.thread_payload(thread, actors), now())
 
 
-async def modify_thread(rt: Runtime, principal: Principal, thread_id: str, body: ThreadChanges) -> Thread:
-    """Replace metadata and/or tool_resources. An empty body changes nothing (AITP-T01 retrieve)."""
+async def modify_thread(
+    rt: Runtime, principal: Principal, thread_id: str, body: ThreadChanges, shown: ShownMetadata
+) -> Thread:
+    """Replace metadata and/or tool_resources. An empty body changes nothing (AITP-T01 retrieve). `shown`: the
+    metadata as the caller's face shows it, whose reserved keys may be sent back as they are."""
     view = await readable_thread(rt, principal, thread_id)
     changes: dict[str, Any] = {}
     if body.metadata is not None:
-        current = t01_metadata(view.thread, view.actors)
+        current = shown(view.thread, view.actors)
         for key in RESERVED_METADATA:
             # Round-tripping a retrieved thread's metadata is fine; changing these keys here is not.
             if key in body.metadata and body.metadata[key] != current.get(key):
                 raise InvalidRequest(
-                    f"`metadata.{key}` is managed by the server: change actors with /v1/threads/{{id}}/actors"
-                    " and set parent_id when creating the thread.",
+                    f"`metadata.{key}` is managed by the server: a thread's actors change as its actors are added"
+                    " and removed, and its parent_id is set when it is created.",
                     param=f"metadata.{key}",
                 )
         changes["metadata"] = _split_metadata(body.metadata)[0]

@@ -53,8 +53,7 @@ def is_person(actor: str, thread: ThreadRecord) -> bool:
 def exhausted(thread_id: str, error: TurnBudgetExhausted) -> RateLimited:
     return RateLimited(
         f"Thread {thread_id} is paused: agents posted {error.budget} messages in a row with no message from a"
-        " person. A person's message resumes it, or its creator may change `turn_budget` (POST"
-        f" /v1/threads/{thread_id}).",
+        " person. A person's message resumes it, or its creator may change the thread's `turn_budget`.",
         code="turn_budget_exhausted",
         param="thread_id",
     )

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from aitp.bindings.http.models import metadata_schema
 from aitp.bindings.openai_conversations.items import ROLES, TEXT_PARTS
-from aitp.bindings.openai_threads.models.common import metadata_schema
 from aitp.inputs.shapes import IMAGE_DETAILS
 
 MAX_ITEMS = 20  # per request, as in the public API

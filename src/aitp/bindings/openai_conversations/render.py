@@ -6,10 +6,10 @@ from typing import Any
 
 import orjson
 
-from aitp.bindings.openai_threads.render import page
+from aitp.bindings.http.metadata import t01_metadata
+from aitp.bindings.http.responses import page
 from aitp.inputs.shapes import IMAGE_DETAILS, shown_detail
 from aitp.services import addressing
-from aitp.services.threads import t01_metadata
 from aitp.store.records import ActorRecord, MessageRecord, ThreadRecord
 
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
-import re
-from collections.abc import Iterator
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Query
 from starlette.routing import BaseRoute
 
-from aitp.bindings.openai_conversations import render, roles
+from aitp.bindings.http.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.http.errors import BODY, KEYED, error_responses
+from aitp.bindings.http.idempotency import idempotent
+from aitp.bindings.http.metadata import t01_metadata
+from aitp.bindings.http.responses import FastJSONResponse
+from aitp.bindings.http.route import ApiRoute
+from aitp.bindings.openai_conversations import names, render, roles
 from aitp.bindings.openai_conversations.items import new_messages
 from aitp.bindings.openai_conversations.models import (
     Conversation,
@@ -21,12 +24,7 @@ from aitp.bindings.openai_conversations.models import (
     MessageItem,
     UpdateConversationRequest,
 )
-from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
-from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
-from aitp.bindings.openai_threads.idempotency import idempotent
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.bindings.openai_threads.route import ApiRoute
-from aitp.errors import APIError
+from aitp.bindings.openai_conversations.names import conversation_names
 from aitp.services import messages, threads
 from aitp.services.requests import NewThread, ThreadChanges
 
@@ -37,39 +35,6 @@ Include = Annotated[list[str] | None, Query(description="Accepted for compatibil
 
 def routes() -> list[BaseRoute]:
     return list(router.routes)
-
-
-# The services name what they refuse as the Threads face calls it; here the same things have other names.
-PARAMS = {"thread_id": "conversation_id", "message_id": "item_id"}
-CODES = {"thread_not_found": "conversation_not_found", "message_not_found": "item_not_found"}
-WORDS = {"No thread found": "No conversation found", "No message found": "No item found"}
-# A message's field that an item carries at its top level: `items[i].metadata.to` is the item's `to`.
-ITEM_FIELD = re.compile(r"(items\[\d+\])\.metadata\.to(?![\w$-])")
-
-
-@contextlib.contextmanager
-def conversation_names() -> Iterator[None]:
-    """Refusals with this face's names: `conversation_id`, `item_id` (`conversation_not_found`,
-    `item_not_found`), `items[i]` for a new thread's first messages (`messages[i]` to the service), and
-    `items[i].to` for what the service calls the message's `metadata.to`."""
-    try:
-        yield
-    except APIError as error:
-        if error.code in CODES:
-            error.code = CODES[error.code]
-            for threads_words, own in WORDS.items():
-                error.message = error.message.replace(threads_words, own)
-        param = error.param
-        if param in PARAMS:
-            error.param = PARAMS[param]
-        elif param is not None and param.startswith("messages["):
-            named = param[: param.index("]") + 1]
-            error.param = "items" + param.removeprefix("messages")
-            error.message = error.message.replace(named, "items" + named.removeprefix("messages"))
-        if error.param is not None and ITEM_FIELD.match(error.param):
-            error.param = ITEM_FIELD.sub(r"\1.to", error.param)
-            error.message = ITEM_FIELD.sub(r"\1.to", error.message)
-        raise
 
 
 @router.post(
@@ -86,7 +51,7 @@ async def create_conversation(
     first = new_messages(body.items or [])
     with conversation_names():
         thread, actors, stored = await threads.create_thread_with_messages(
-            rt, principal, NewThread(messages=first, metadata=body.metadata)
+            rt, principal, NewThread(messages=first, metadata=body.metadata), names.item, to=names.TO
         )
     return FastJSONResponse(render.conversation(thread, actors), headers=roles.replaced(first, stored))
 
@@ -98,7 +63,7 @@ async def create_conversation(
     summary="Retrieve a conversation",
 )
 async def get_conversation(conversation_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    with conversation_names():
+    with conversation_names(conversation_id):
         return FastJSONResponse(render.conversation(*await threads.get_thread(rt, principal, conversation_id)))
 
 
@@ -112,8 +77,9 @@ async def get_conversation(conversation_id: str, rt: RuntimeDep, principal: Prin
 async def update_conversation(
     conversation_id: str, body: UpdateConversationRequest, rt: RuntimeDep, principal: PrincipalDep
 ) -> FastJSONResponse:
-    with conversation_names():
-        changed = await threads.modify_thread(rt, principal, conversation_id, ThreadChanges(metadata=body.metadata))
+    changes = ThreadChanges(metadata=body.metadata)
+    with conversation_names(conversation_id):
+        changed = await threads.modify_thread(rt, principal, conversation_id, changes, t01_metadata)
     return FastJSONResponse(render.conversation(*changed))
 
 
@@ -124,7 +90,7 @@ async def update_conversation(
     summary="Delete a conversation",
 )
 async def delete_conversation(conversation_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    with conversation_names():
+    with conversation_names(conversation_id):
         await threads.delete_thread(rt, principal, conversation_id)
     return FastJSONResponse(render.deleted(conversation_id))
 
@@ -140,8 +106,8 @@ async def create_items(
     conversation_id: str, body: CreateItemsRequest, rt: RuntimeDep, principal: PrincipalDep, include: Include = None
 ) -> FastJSONResponse:
     sent = new_messages(body.items)
-    with conversation_names():
-        created = await messages.create_messages(rt, principal, conversation_id, sent, "items")
+    with conversation_names(conversation_id):
+        created = await messages.create_messages(rt, principal, conversation_id, sent, "items", names.TO)
     return FastJSONResponse(render.item_list(created, has_more=False), headers=roles.replaced(sent, created))
 
 
@@ -160,7 +126,7 @@ async def list_items(
     after: Annotated[str | None, Query(min_length=1)] = None,
     include: Include = None,
 ) -> FastJSONResponse:
-    with conversation_names():
+    with conversation_names(conversation_id):
         records, has_more = await messages.list_messages(
             rt, principal, conversation_id, limit=limit, order=order, after=after, before=None
         )
@@ -176,7 +142,7 @@ async def list_items(
 async def get_item(
     conversation_id: str, item_id: str, rt: RuntimeDep, principal: PrincipalDep, include: Include = None
 ) -> FastJSONResponse:
-    with conversation_names():
+    with conversation_names(conversation_id, item_id):
         return FastJSONResponse(render.item(await messages.get_message(rt, principal, conversation_id, item_id)))
 
 
@@ -187,6 +153,6 @@ async def get_item(
     summary="Delete an item (answers the conversation)",
 )
 async def delete_item(conversation_id: str, item_id: str, rt: RuntimeDep, principal: PrincipalDep) -> FastJSONResponse:
-    with conversation_names():
+    with conversation_names(conversation_id, item_id):
         await messages.delete_message(rt, principal, conversation_id, item_id)
         return FastJSONResponse(render.conversation(*await threads.get_thread(rt, principal, conversation_id)))

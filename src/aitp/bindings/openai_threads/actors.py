@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from aitp.bindings.http.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.http.errors import BODY, KEYED, error_responses
+from aitp.bindings.http.idempotency import idempotent
+from aitp.bindings.http.responses import FastJSONResponse
+from aitp.bindings.http.route import ApiRoute
 from aitp.bindings.openai_threads import render
-from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
-from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
-from aitp.bindings.openai_threads.idempotency import idempotent
 from aitp.bindings.openai_threads.models import Actor, ActorInput, ActorList, DeletedObject, Identity
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.services import actors, threads
 
 router = APIRouter(prefix="/v1", tags=["actors"], route_class=ApiRoute)

@@ -6,10 +6,12 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from aitp.bindings.http.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.http.errors import BODY, KEYED, error_responses
+from aitp.bindings.http.idempotency import idempotent
+from aitp.bindings.http.responses import FastJSONResponse
+from aitp.bindings.http.route import ApiRoute
 from aitp.bindings.openai_threads import render
-from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
-from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
-from aitp.bindings.openai_threads.idempotency import idempotent
 from aitp.bindings.openai_threads.models import (
     Capability,
     CapabilityExampleList,
@@ -17,8 +19,6 @@ from aitp.bindings.openai_threads.models import (
     RegisterCapabilityRequest,
     ThreadCapabilities,
 )
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.services import capabilities, registration
 
 router = APIRouter(prefix="/v1", tags=["capabilities"], route_class=ApiRoute)

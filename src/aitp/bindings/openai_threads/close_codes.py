@@ -1,4 +1,4 @@
-"""WebSocket close codes of the Threads binding's live streams (documented in the README), and which one
+"""WebSocket close codes of the Threads binding's live streams (documented in docs/live-events.md), and which one
 each way a stream or a connect ends takes. The core's streams end with a reason (`aitp.events.stream.End`,
 `Overflow`) or a refusal (`APIError`); only this binding knows the codes."""
 

@@ -6,10 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Request
 
+from aitp.bindings.http.context import key_hash_of
+from aitp.bindings.http.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.http.errors import BODY, KEYED, error_responses
+from aitp.bindings.http.idempotency import idempotent
+from aitp.bindings.http.responses import FastJSONResponse
+from aitp.bindings.http.route import ApiRoute
 from aitp.bindings.openai_threads import render
-from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
-from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
-from aitp.bindings.openai_threads.idempotency import idempotent
 from aitp.bindings.openai_threads.models.codes import (
     CreateSignInCodeRequest,
     SignedIn,
@@ -17,9 +20,6 @@ from aitp.bindings.openai_threads.models.codes import (
     SignInRequest,
     Ticket,
 )
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.bindings.openai_threads.route import ApiRoute
-from aitp.context import key_hash_of
 from aitp.services import codes
 from aitp.services import sign_in as sign_ins
 

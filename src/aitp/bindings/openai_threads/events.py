@@ -7,9 +7,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, WebSocket
 
+from aitp.bindings.http.context import runtime_of
+from aitp.bindings.http.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.http.errors import KEYED, error_responses
+from aitp.bindings.http.responses import FastJSONResponse
+from aitp.bindings.http.route import ApiRoute
 from aitp.bindings.openai_threads import render
-from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
-from aitp.bindings.openai_threads.errors import KEYED, error_responses
 from aitp.bindings.openai_threads.live import (
     MAX_CURSOR,
     serve_websocket,
@@ -18,9 +21,6 @@ from aitp.bindings.openai_threads.live import (
     wants_event_stream,
 )
 from aitp.bindings.openai_threads.models import EventList, InboxEventList
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.bindings.openai_threads.route import ApiRoute
-from aitp.context import runtime_of
 from aitp.services import events, streams
 
 router = APIRouter(prefix="/v1", tags=["events"], route_class=ApiRoute)

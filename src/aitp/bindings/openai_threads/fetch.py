@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
-from aitp.bindings.openai_threads.errors import KEYED, error_responses
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.bindings.openai_threads.route import ApiRoute
+from aitp.bindings.http.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.http.errors import KEYED, error_responses
+from aitp.bindings.http.responses import FastJSONResponse
+from aitp.bindings.http.route import ApiRoute
 from aitp.services import fetch
 
 router = APIRouter(prefix="/v1", tags=["fetch"], route_class=ApiRoute)

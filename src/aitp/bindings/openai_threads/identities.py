@@ -7,9 +7,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from aitp.bindings.http.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.http.errors import BODY, KEYED, error_responses
+from aitp.bindings.http.responses import FastJSONResponse
+from aitp.bindings.http.route import ApiRoute
 from aitp.bindings.openai_threads import profiles as profile_routes
-from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
-from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
 from aitp.bindings.openai_threads.models.identities import (
     ActorIdentity,
     Challenge,
@@ -19,8 +21,6 @@ from aitp.bindings.openai_threads.models.identities import (
     Token,
     TokenRequest,
 )
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.principals import Principal
 from aitp.runtime import Runtime
 from aitp.services import identities, profiles, sign_in

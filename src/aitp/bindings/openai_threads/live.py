@@ -29,10 +29,11 @@ from pydantic import ValidationError
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from aitp.bindings.http.context import key_hash_of, principal_of, runtime_of
+from aitp.bindings.http.errors import envelope, validation_error
+from aitp.bindings.http.idempotency import run_once
 from aitp.bindings.openai_threads import close_codes, render
-from aitp.bindings.openai_threads.errors import validation_error
 from aitp.bindings.openai_threads.models import CreateMessageRequest
-from aitp.context import key_hash_of, principal_of, runtime_of
 from aitp.errors import APIError, InvalidRequest, Unauthenticated
 from aitp.events.stream import EventStream, Frame, Overflow
 from aitp.gate import Gate
@@ -48,7 +49,7 @@ Poster = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]  # a post op -> t
 
 def _error_frame(ref: Any, error: APIError) -> dict[str, Any]:
     """A refused post: the HTTP status it would have had, and the same envelope."""
-    return {"op": "error", "ref": ref, "status": error.status_code, "error": error.envelope()}
+    return {"op": "error", "ref": ref, "status": error.status_code, "error": envelope(error)}
 
 
 # ------------------------------------------------------------------------------------------ SSE
@@ -145,7 +146,8 @@ async def serve_websocket(
     thread_of: Callable[[dict[str, Any]], Any],
 ) -> None:
     """Accept, open the caller's stream (4403 if refused) and serve it with post ops, each to the thread
-    `thread_of(frame)` names. The connect was authenticated and counted before (`aitp.context`: 4401, 4429)."""
+    `thread_of(frame)` names. The connect was authenticated and counted before (`aitp.bindings.http.context`:
+    4401, 4429)."""
     rt, principal = runtime_of(websocket.scope), principal_of(websocket.scope)
     await websocket.accept()
     opened = open_stream(principal)
@@ -190,7 +192,7 @@ async def _post(websocket: WebSocket, principal: Principal, frame: dict[str, Any
 
     path = websocket.app.url_path_for("create_message", thread_id=thread_id)  # the POST route's own path
     request = idempotency.fingerprint("POST", path, frame["message"])
-    return await idempotency.run_once(rt, principal, frame["idempotency_key"], request, write)
+    return await run_once(rt, principal, frame["idempotency_key"], request, write)
 
 
 async def _serve(websocket: WebSocket, stream: EventStream, post: Poster) -> None:

@@ -9,11 +9,14 @@ from pydantic import TypeAdapter
 from starlette.requests import Request
 from starlette.responses import Response
 
+from aitp.bindings.http.context import principal_of, runtime_of
+from aitp.bindings.http.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.http.errors import BODY, KEYED, error_responses
+from aitp.bindings.http.idempotency import idempotent
+from aitp.bindings.http.json_body import read_body
+from aitp.bindings.http.responses import FastJSONResponse, page
+from aitp.bindings.http.route import ApiRoute, served_by
 from aitp.bindings.openai_threads import render
-from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
-from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
-from aitp.bindings.openai_threads.idempotency import idempotent
-from aitp.bindings.openai_threads.json_body import read_body
 from aitp.bindings.openai_threads.models import (
     CreateMessageRequest,
     DeletedObject,
@@ -21,9 +24,6 @@ from aitp.bindings.openai_threads.models import (
     Message,
     ModifyMessageRequest,
 )
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.bindings.openai_threads.route import ApiRoute, served_by
-from aitp.context import principal_of, runtime_of
 from aitp.services import messages
 
 router = APIRouter(prefix="/v1", tags=["messages"], route_class=ApiRoute)
@@ -71,7 +71,7 @@ async def list_messages(
     records, has_more = await messages.list_messages(
         rt, principal, thread_id, limit=limit, order=order, after=after, before=before
     )
-    return FastJSONResponse(render.page([render.message(r) for r in records], has_more))
+    return FastJSONResponse(page([render.message(r) for r in records], has_more))
 
 
 @router.get(

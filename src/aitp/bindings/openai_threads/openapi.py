@@ -4,7 +4,7 @@ FastAPI documents a 422 with its own `{"detail": [...]}` body on every route tha
 service answers invalid input with 400 and the error envelope instead (`.errors`), and lists a
 422, with the envelope, only on routes that can give one; so the stock entry is removed. The key, checked
 by the context middleware rather than by the routes, is declared on every route that takes a principal.
-(Routes declared `@idempotent` declare the `Idempotency-Key` header themselves: `aitp.bindings.openai_threads.route`.)
+(Routes declared `@idempotent` declare the `Idempotency-Key` header themselves: `aitp.bindings.http.route`.)
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute
 
-from aitp.bindings.openai_threads.deps import needs_key
+from aitp.bindings.http.deps import needs_key
 
 STOCK_SCHEMAS = ("HTTPValidationError", "ValidationError")
 _STOCK_REF = "#/components/schemas/HTTPValidationError"

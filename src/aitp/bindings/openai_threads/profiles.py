@@ -6,11 +6,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
-from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
+from aitp.bindings.http.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.http.errors import BODY, KEYED, error_responses
+from aitp.bindings.http.responses import FastJSONResponse
+from aitp.bindings.http.route import ApiRoute
 from aitp.bindings.openai_threads.models.profiles import Profile, ProfileInput, ProfileList
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.services import profiles
 from aitp.services.identities import verification_of
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aitp.bindings.http.metadata import t01_metadata
 from aitp.capabilities.registry import CapabilityInfo, CapabilityRef, CapabilityVersion, version_text
 from aitp.events import payloads
 from aitp.events.stream import frame_of
@@ -11,7 +12,6 @@ from aitp.inputs.shapes import THREAD_DETAILS, shown_detail
 from aitp.principals import Principal
 from aitp.services.access import role_of
 from aitp.services.paging import LogPage
-from aitp.services.threads import t01_metadata
 from aitp.store.base import ActorRecord, EventRecord, MessageRecord, ThreadRecord
 from aitp.store.keys import KeyRecord
 
@@ -174,16 +174,6 @@ def api_key(record: KeyRecord) -> dict[str, Any]:
         "created_at": record.created_at,
         "prefix": record.prefix,
         "expires_at": record.expires_at,
-    }
-
-
-def page(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
-    return {
-        "object": "list",
-        "data": items,
-        "first_id": items[0]["id"] if items else None,
-        "last_id": items[-1]["id"] if items else None,
-        "has_more": has_more,
     }
 
 

@@ -11,6 +11,7 @@ from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
+from aitp.bindings.http.deps import needs_key
 from aitp.bindings.openai_threads import (
     actors,
     capabilities,
@@ -24,7 +25,6 @@ from aitp.bindings.openai_threads import (
     threads,
     webhooks,
 )
-from aitp.bindings.openai_threads.deps import needs_key
 
 PREFIX = "/v1/"  # every route of the API is under it; outside it: the web UI, /health, the OpenAPI document
 

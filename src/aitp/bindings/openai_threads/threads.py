@@ -6,10 +6,13 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Query
 
+from aitp.bindings.http.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.http.errors import BODY, KEYED, error_responses
+from aitp.bindings.http.idempotency import idempotent
+from aitp.bindings.http.metadata import t01_metadata
+from aitp.bindings.http.responses import FastJSONResponse, page
+from aitp.bindings.http.route import ApiRoute
 from aitp.bindings.openai_threads import render
-from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
-from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
-from aitp.bindings.openai_threads.idempotency import idempotent
 from aitp.bindings.openai_threads.models import (
     CreateThreadRequest,
     DeletedObject,
@@ -17,8 +20,6 @@ from aitp.bindings.openai_threads.models import (
     ModifyThreadRequest,
     Thread,
 )
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.services import threads
 
 router = APIRouter(prefix="/v1", tags=["threads"], route_class=ApiRoute)
@@ -55,7 +56,7 @@ async def list_threads(
     before: Annotated[str | None, Query(min_length=1)] = None,
 ) -> FastJSONResponse:
     items, has_more = await threads.list_threads(rt, principal, limit=limit, order=order, after=after, before=before)
-    return FastJSONResponse(render.page([render.thread(*item) for item in items], has_more))
+    return FastJSONResponse(page([render.thread(*item) for item in items], has_more))
 
 
 @router.get(
@@ -78,7 +79,7 @@ async def modify_thread(
     principal: PrincipalDep,
     body: Annotated[ModifyThreadRequest | None, Body()] = None,
 ) -> FastJSONResponse:
-    changed = await threads.modify_thread(rt, principal, thread_id, body or ModifyThreadRequest())
+    changed = await threads.modify_thread(rt, principal, thread_id, body or ModifyThreadRequest(), t01_metadata)
     return FastJSONResponse(render.thread(*changed))
 
 

@@ -6,9 +6,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from aitp.bindings.openai_threads.deps import PrincipalDep, RuntimeDep
-from aitp.bindings.openai_threads.errors import BODY, KEYED, error_responses
-from aitp.bindings.openai_threads.idempotency import idempotent
+from aitp.bindings.http.deps import PrincipalDep, RuntimeDep
+from aitp.bindings.http.errors import BODY, KEYED, error_responses
+from aitp.bindings.http.idempotency import idempotent
+from aitp.bindings.http.responses import FastJSONResponse
+from aitp.bindings.http.route import ApiRoute
 from aitp.bindings.openai_threads.models import DeletedObject
 from aitp.bindings.openai_threads.models.webhooks import (
     CreatedWebhook,
@@ -20,8 +22,6 @@ from aitp.bindings.openai_threads.models.webhooks import (
     WebhookDeliveryList,
     WebhookList,
 )
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.bindings.openai_threads.route import ApiRoute
 from aitp.services import webhooks
 from aitp.store.webhooks import DeliveryRecord, EndpointRecord
 

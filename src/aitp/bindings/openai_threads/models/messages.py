@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aitp.bindings.openai_threads.models.common import metadata_schema
+from aitp.bindings.http.models import metadata_schema
 from aitp.services.requests import NewMessage
 
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from aitp.bindings.openai_threads.models.common import metadata_schema
+from aitp.bindings.http.models import metadata_schema
 from aitp.bindings.openai_threads.models.messages import CreateMessageRequest
 from aitp.inputs.shapes import MAX_URL_LENGTH
 from aitp.services.requests import ActorDeclaration, CapabilityDeclarationInput, NewThread, ThreadChanges

@@ -2,19 +2,20 @@
 a second write.
 
 The declaration is the route's: its endpoint is marked `@idempotent()` (or `@idempotent(secret="key")` where
-the response shows a secret once), and the API's route class (`.json_body.StrictJSONRoute`) wraps
-the route's ASGI app in `IdempotentWrites` and documents the header on its operation. The wrapper runs
-after routing, behind the context middleware (`aitp.context`), so the request's key is checked and
+the response shows a secret once), and the route class (`.route.ApiRoute`) wraps the route's ASGI app in
+`IdempotentWrites` and documents the header on its operation. The wrapper runs
+after routing, behind the context middleware (`.context`), so the request's key is checked and
 counted and its body limited already: it buffers the body to fingerprint it (method, path, body), reserves
 the key for the caller, runs the route, and stores its response before sending it, so a client that has
 the answer also finds it stored. Replays carry `Idempotent-Replayed: true`. Posts over a WebSocket follow
-the same rules (`aitp.services.idempotency.run_once`), under the fingerprint of this route's POST.
+the same rules (`run_once`), under the fingerprint of this route's POST, and keep their answer as this
+wrapper does (a refusal as its envelope), so either retry replays the other's.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,9 +24,12 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aitp.bindings.openai_threads.responses import FastJSONResponse
-from aitp.context import principal_of, runtime_of
+from aitp.bindings.http.context import principal_of, runtime_of
+from aitp.bindings.http.errors import envelope
+from aitp.bindings.http.responses import FastJSONResponse
 from aitp.errors import APIError, Conflict
+from aitp.principals import Principal
+from aitp.runtime import Runtime
 from aitp.services import idempotency
 from aitp.services.idempotency import Replay, Reservation
 
@@ -183,4 +187,43 @@ def _refusal(error: APIError, *, replayed: bool = False) -> FastJSONResponse:
     headers = {**(error.headers or {}), **({REPLAYED_HEADER: "true"} if replayed else {})}
     if error.code == "idempotency_key_in_use":
         headers["Retry-After"] = "1"
-    return FastJSONResponse(error.envelope(), status_code=error.status_code, headers=headers)
+    return FastJSONResponse(envelope(error), status_code=error.status_code, headers=headers)
+
+
+class StoredRefusal(APIError):
+    """A refusal replayed from an idempotency record: its status, and its envelope's fields as first sent."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        fields = dict(body.get("error") or {})
+        message, param, code = fields.pop("message", ""), fields.pop("param", None), fields.pop("code", None)
+        super().__init__(str(message), param=param, code=code)
+        fields.pop("type", None)  # derived from the status again when it is rendered
+        self.status_code = status
+        self._details = fields
+
+    def details(self) -> dict[str, Any]:
+        return self._details
+
+
+async def run_once(
+    rt: Runtime, principal: Principal, key: str, request: str, write: Callable[[], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """`write()` at most once per key, outside an HTTP request (posts over a WebSocket): its result, or its
+    refusal raised again, replayed to every retry. `key` comes from the `idempotency_key` field of a frame."""
+    param = "idempotency_key"
+    outcome = await idempotency.begin(rt, principal, idempotency.checked_key(key, param), request, param)
+    if isinstance(outcome, Replay):
+        content = orjson.loads(outcome.body)
+        if outcome.status >= 400:
+            raise StoredRefusal(outcome.status, content)
+        return dict(content)
+    try:
+        result = await write()
+    except APIError as error:
+        await idempotency.finish(rt, outcome, error.status_code, orjson.dumps(envelope(error)).decode())
+        raise
+    except BaseException:
+        await idempotency.abandon(rt, outcome)
+        raise
+    await idempotency.finish(rt, outcome, 200, orjson.dumps(result).decode())
+    return result

@@ -17,7 +17,7 @@ then it leaves the principal and the runtime in the scope (`principal_of`, `runt
 what wraps them (idempotency). Requests the app serves without a key (`public`, told by the routes) are
 not asked for one. Refusals are rendered by the face the request came through (`refuse`): an error
 envelope over HTTP, a close code on a WebSocket. The request head and connections are limited below the
-app (`aitp.http_protocol`).
+app, by the server (`aitp.server`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The route class of every route of the API, and what a route may declare beyond FastAPI's parameters."""
+"""The route class of every route of the HTTP faces, and what a route may declare beyond FastAPI's parameters."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import request_response
 
-from aitp.bindings.openai_threads.deps import get_admin, needs_admin
-from aitp.bindings.openai_threads.idempotency import IDEMPOTENCY_KEY, IdempotentWrites, declared
-from aitp.bindings.openai_threads.json_body import StrictJSONRequest, declares_json, empty_body_refusal
-from aitp.context import principal_of
+from aitp.bindings.http.context import principal_of
+from aitp.bindings.http.deps import get_admin, needs_admin
+from aitp.bindings.http.idempotency import IDEMPOTENCY_KEY, IdempotentWrites, declared
+from aitp.bindings.http.json_body import StrictJSONRequest, declares_json, empty_body_refusal
 from aitp.inputs.strict_json import parse_json
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])

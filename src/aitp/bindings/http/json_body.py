@@ -1,4 +1,4 @@
-"""Request bodies as the routes read them (`aitp.bindings.openai_threads.route.ApiRoute`): JSON through
+"""Request bodies as the routes read them (`.route.ApiRoute`): JSON through
 `aitp.inputs.strict_json.parse_json` before FastAPI validates it, so what no store can keep is refused with
 a 400 naming the field; an empty body is read as `{}`, as OpenAI does.
 """

@@ -1,5 +1,5 @@
 """Dependencies every route uses: the runtime and the principal, both left in the scope by the context
-middleware (`aitp.context`), which checked and counted the key before any route ran."""
+middleware (`.context`), which checked and counted the key before any route ran."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.dependencies.models import Dependant
 
-from aitp.context import principal_of, runtime_of
+from aitp.bindings.http.context import principal_of, runtime_of
 from aitp.errors import PermissionDenied
 from aitp.principals import Principal
 from aitp.runtime import Runtime

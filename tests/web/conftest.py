@@ -11,6 +11,7 @@ import re
 import shutil
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -162,7 +163,15 @@ def file_host() -> Iterator[FileHost]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    with watched_page(browser, viewport={"width": 1280, "height": 800}) as page:
+        yield page
+
+
+@contextmanager
+def watched_page(browser: Browser, **context_options: Any) -> Iterator[Page]:
+    """A page in a new browser context (`context_options`: viewport, touch...) that fails the test, when closed,
+    on an uncaught exception in the UI, an API key in a URL or a console message, or a socket without a ticket."""
+    context = browser.new_context(**context_options)
     page = context.new_page()
     errors: list[str] = []
     seen: list[str] = []  # every console message and every URL the page asked for (sockets too)
@@ -170,8 +179,10 @@ def page(browser: Browser) -> Iterator[Page]:
     page.on("console", lambda message: seen.append(f"console: {message.text}"))
     page.on("request", lambda request: seen.append(f"request: {request.url}"))
     page.on("websocket", lambda socket: seen.append(f"websocket: {socket.url}"))
-    yield page
-    context.close()
+    try:
+        yield page
+    finally:
+        context.close()
     # an uncaught exception in the UI fails the test even when the assertions passed
     assert not errors, f"uncaught errors in the page: {errors}"
     leaks = [line for line in seen if KEY.search(line)]

@@ -1,15 +1,17 @@
 /**
  * Message text as a safe Markdown subset: a maintained parser (marked) and a maintained sanitiser
- * (DOMPurify), both vendored in web/vendor/. Raw HTML in a message is shown as text, never parsed; the
- * sanitiser keeps only the tags below; links must be http(s) or mailto and open in a new tab; images are
- * not loaded (a message must not make the browser fetch what its author chooses).
+ * (DOMPurify), both vendored in web/vendor/. The sanitiser keeps only the tags below, so HTML in a message
+ * renders what is safe (`<b>`, `<em>`) and drops the rest with what it holds (`<script>…</script>`, `<img
+ * onerror>`, `<style>`); links must be http(s) or mailto and open in a new tab, any other link is just its
+ * text; images are not loaded (a message must not make the browser fetch what its author chooses). Words in
+ * angle brackets that are no markup ("reply with <your order number>") are shown as typed.
  */
 
 import { Marked } from "../vendor/marked.esm.js";
 import DOMPurify from "../vendor/purify.es.js";
 
 const ALLOWED_TAGS = [
-  "p", "br", "strong", "em", "del", "code", "pre", "blockquote", "ul", "ol", "li", "a", "hr",
+  "p", "br", "strong", "b", "em", "i", "del", "s", "code", "pre", "blockquote", "ul", "ol", "li", "a", "hr",
   "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td",
 ];
 const ALLOWED_ATTR = ["href", "title", "start"];
@@ -17,12 +19,33 @@ const ALLOWED_ATTR = ["href", "title", "start"];
 const escapeHtml = (text) =>
   text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 
+const elementNames = new Map(); // name -> is an HTML element
+function isHtmlElement(name) {
+  const key = name.toLowerCase();
+  if (!elementNames.has(key)) {
+    // a made-up word makes an HTMLUnknownElement; a hyphenated name would be a custom element, no HTML either
+    const known = !key.includes("-") && !(document.createElement(key) instanceof HTMLUnknownElement);
+    elementNames.set(key, known || key === "svg" || key === "math");
+  }
+  return elementNames.get(key);
+}
+
+/**
+ * Raw HTML as the sanitiser should see it: markup as it is (the sanitiser drops what is not safe), and
+ * angle brackets around words as text. Markup is a tag of a real element, a closing tag, or a tag with an
+ * attribute value or a closing slash (`<circle r=4 />` inside an `<svg>`); "<your order number>" is words.
+ */
+const htmlOrText = (html) =>
+  html.replace(/<(\/?)([a-zA-Z][\w-]*)([^<>]*)/g, (tag, slash, name, rest) =>
+    slash || isHtmlElement(name) || /=|\/\s*$/.test(rest) ? tag : `&lt;${tag.slice(1)}`,
+  );
+
 const markdown = new Marked({
   gfm: true,
   breaks: true, // a chat line break is a line break
   async: false,
   renderer: {
-    html: ({ text }) => escapeHtml(text), // `<b>` in a message is shown as typed
+    html: ({ text }) => htmlOrText(text), // the sanitiser below decides what of it stays
     image: ({ text, href }) => escapeHtml(text || href || ""), // the alt text, not the image
   },
 });
@@ -39,12 +62,28 @@ purify.addHook("afterSanitizeAttributes", (node) => {
   node.setAttribute("rel", "noopener noreferrer nofollow");
 });
 
-/** A <div class="text markdown"> with `text` rendered as sanitised Markdown. */
-export function renderMarkdown(text) {
+/** `text` as a sanitised DOM fragment; a link whose address was dropped is replaced by its text. */
+function sanitisedFragment(text) {
   const html = markdown.parse(String(text ?? ""));
   const fragment = purify.sanitize(html, { ALLOWED_TAGS, ALLOWED_ATTR, RETURN_DOM_FRAGMENT: true });
+  for (const link of fragment.querySelectorAll("a:not([href])")) link.replaceWith(...link.childNodes);
+  return fragment;
+}
+
+/** A <div class="text markdown"> with `text` rendered as sanitised Markdown. */
+export function renderMarkdown(text) {
   const element = document.createElement("div");
   element.className = "text markdown";
-  element.append(fragment);
+  element.append(sanitisedFragment(text));
   return element;
+}
+
+const BLOCKS = "p, li, blockquote, pre, h1, h2, h3, h4, h5, h6, tr, th, td, hr";
+
+/** What a reader sees of Markdown `text`, on one line: "**Great** [deal](…)" → "Great deal". */
+export function plainText(text) {
+  const fragment = sanitisedFragment(text);
+  for (const node of fragment.querySelectorAll("br")) node.replaceWith(" ");
+  for (const node of fragment.querySelectorAll(BLOCKS)) node.after(" ");
+  return fragment.textContent.replace(/\s+/g, " ").trim();
 }

@@ -7,6 +7,7 @@
 import { h } from "./dom.js";
 import { formatTime } from "./format.js";
 import { renderMarkdown } from "./markdown.js";
+import { picture } from "./picture.js";
 import { safeImageUrl } from "./urls.js";
 
 // answers: drawn as a compact bubble of their author, not as a full-width card
@@ -70,7 +71,16 @@ function renderContentPart(part, message, ctx) {
   }
   if (part.type === "text") return renderMarkdown(part.text.value);
   const image = part.type === "image_url" ? safeImageUrl(part.image_url?.url) : null;
-  if (image) return h("img", { class: "part-image", src: image, alt: "Image sent with the message" });
+  if (image) {
+    const shown = picture({
+      className: "part-image",
+      placeholderClass: "part-image-placeholder",
+      alt: "Image sent with the message",
+      label: "Image not available",
+    });
+    shown.show(image);
+    return shown.nodes;
+  }
   return h("p", { class: "hint" }, `(${part.type} content)`);
 }
 

@@ -195,7 +195,14 @@ export class People {
   /** A decorative avatar (the name is always written next to it). */
   avatar(actor, size = "medium") {
     const url = safeImageUrl(this.profiles.get(actor)?.avatar_url);
-    if (url) return h("img", { class: `avatar avatar-${size}`, src: url, alt: "", "aria-hidden": "true" });
+    if (!url) return this.#initialAvatar(actor, size);
+    const image = h("img", { class: `avatar avatar-${size}`, src: url, alt: "", "aria-hidden": "true" });
+    // a logo that does not load shows the initial, never the broken-image icon
+    image.addEventListener("error", () => image.replaceWith(this.#initialAvatar(actor, size)), { once: true });
+    return image;
+  }
+
+  #initialAvatar(actor, size) {
     const name = this.name(actor);
     const initial = (name.match(/[\p{L}\p{N}]/u)?.[0] ?? "?").toUpperCase();
     return h(

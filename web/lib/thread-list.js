@@ -11,6 +11,7 @@ import { capabilityFields } from "./actor-fields.js";
 import { disclosureForm } from "./disclosure-form.js";
 import { h, replaceChildren, uniqueId } from "./dom.js";
 import { formatTime } from "./format.js";
+import { plainText } from "./markdown.js";
 import { capabilityJson, partsOf } from "./message-view.js";
 import { describeKind } from "./plain-words.js";
 
@@ -252,12 +253,20 @@ export class ThreadList {
   }
 }
 
-/** One line for the list: the text, or what a capability message asks in plain words. */
+const previews = new WeakMap(); // message -> its line (the list is drawn again on every message)
+
+/** One line for the list: the text as a reader sees it (no Markdown), or what a capability message asks. */
 function preview(message) {
+  if (!previews.has(message)) previews.set(message, previewOf(message));
+  return previews.get(message);
+}
+
+function previewOf(message) {
   for (const part of partsOf(message)) {
     if (part.type !== "text") continue;
     const json = capabilityJson(part);
-    if (json === null) return part.text.value.slice(0, 120);
+    // (a long text is cut before parsing: the list shows one line of it)
+    if (json === null) return plainText(part.text.value.slice(0, 2000)).slice(0, 120);
     const type = part.aitp?.type ?? Object.keys(json).find((key) => key !== "$schema") ?? "message";
     const body = json[type];
     const title = body && typeof body === "object" ? body.title || body.description || null : null;

@@ -3,6 +3,7 @@
 // steps: Buy shows an order summary (seller, item, quantity, total), Confirm sends the decision; while it is on
 // its way every Buy of the card is disabled. Once answered, the card shows what was chosen (after a reload too).
 import { h, replaceChildren, uniqueId } from "../lib/dom.js";
+import { picture } from "../lib/picture.js";
 import { safeImageUrl, safeLinkUrl } from "../lib/urls.js";
 import { formatMoney, priceOf, stars } from "../lib/format.js";
 import { requestLifecycle } from "./request.js";
@@ -62,7 +63,7 @@ export function renderRequestDecision(payload, part, message, ctx) {
 
   const controls = h("fieldset", { class: "aitp-controls" }, h("legend", { class: "aitp-visually-hidden" }, title));
   let lifecycle = null; // the controls are built first, so an answer already in the thread can mark them
-  const decide = (button, options) => lifecycle.sendFrom(button, { request_decision_id: String(request.id), options });
+  const decide = answer; // (below: focus goes to what happened)
   let showChosen = () => {};
   if (kind === "products") {
     // who sells: the request's author, named as verified ("Sunny Socks · sunnysocks.example ✓")
@@ -95,18 +96,27 @@ export function renderRequestDecision(payload, part, message, ctx) {
   /** Send a confirmed order: every control of the card is disabled while it is on its way. */
   async function sendOrder(button, options) {
     controls.disabled = true;
-    const posted = await lifecycle.sendFrom(button, { request_decision_id: String(request.id), options });
-    if (posted) {
-      // the button that had focus is disabled now: the note saying what was chosen takes it
-      const note = root.querySelector(".aitp-notes [role=status]");
-      if (note) {
-        note.tabIndex = -1;
-        note.focus();
-      }
-    } else if (root.dataset.answered !== "true") {
+    const posted = await answer(button, options);
+    if (!posted && root.dataset.answered !== "true") {
       controls.disabled = false;
       button.focus();
     }
+  }
+
+  /** Send the decision from `button`; focus, lost when the button was disabled, goes to what happened. */
+  async function answer(button, options) {
+    const posted = await lifecycle.sendFrom(button, { request_decision_id: String(request.id), options });
+    const active = document.activeElement;
+    if (active && active !== document.body && !root.contains(active)) return posted; // the user went on elsewhere
+    const note = root.querySelector(".aitp-notes [role=status]");
+    if (root.dataset.answered === "true" && note) {
+      // the card's controls are disabled now: the note saying what was chosen takes focus
+      note.tabIndex = -1;
+      note.focus();
+    } else if (!button.matches(":disabled")) {
+      button.focus(); // refused: the alert says why, the button is there to try again
+    }
+    return posted;
   }
   return root;
 }
@@ -193,7 +203,11 @@ function orderSummary(seller, sendOrder) {
 
 function productCard(product, summary) {
   const variants = [product, ...(product.variants || [])];
-  const image = h("img", { class: "aitp-product-image", alt: "", loading: "lazy" });
+  const image = picture({
+    className: "aitp-product-image",
+    placeholderClass: "aitp-image-placeholder aitp-product-placeholder",
+    loading: "lazy",
+  });
   const heading = h("h4", { class: "aitp-product-name" });
   const rating = h("p", { class: "aitp-rating" });
   const description = h("p", { class: "aitp-product-description" });
@@ -218,10 +232,7 @@ function productCard(product, summary) {
   const show = (variant) => {
     chosen = variant;
     const name = nameOf(variant);
-    const imageUrl = safeImageUrl(pick(variant, "image_url"));
-    image.hidden = !imageUrl;
-    if (imageUrl) image.src = imageUrl;
-    image.alt = name;
+    image.show(safeImageUrl(pick(variant, "image_url")), name);
     const link = safeLinkUrl(pick(variant, "url"));
     heading.replaceChildren(link ? h("a", { href: link, target: "_blank", rel: "noopener noreferrer" }, name) : name);
     const stars5 = pick(variant, "five_star_rating");
@@ -248,7 +259,7 @@ function productCard(product, summary) {
   const element = h(
     "li",
     { class: "aitp-product", "data-option-id": product.id },
-    image,
+    image.nodes,
     heading,
     rating,
     description,
@@ -298,7 +309,11 @@ function choiceList(request, kind, decide, alertOf) {
     { class: "aitp-choices" },
     (request.options || []).map((option) => {
       const inputId = uniqueId("option");
-      const imageUrl = safeImageUrl(option.image_url);
+      const image = picture({
+        className: "aitp-choice-image",
+        placeholderClass: "aitp-image-placeholder aitp-choice-placeholder",
+      });
+      image.show(safeImageUrl(option.image_url));
       return h(
         "li",
         { class: "aitp-choice" },
@@ -306,7 +321,7 @@ function choiceList(request, kind, decide, alertOf) {
         h(
           "label",
           { for: inputId },
-          imageUrl ? h("img", { src: imageUrl, alt: "", class: "aitp-choice-image" }) : null,
+          image.nodes,
           h("span", { class: "aitp-choice-name" }, option.name || String(option.id)),
           option.description ? h("span", { class: "aitp-choice-description" }, option.description) : null,
         ),
@@ -318,6 +333,8 @@ function choiceList(request, kind, decide, alertOf) {
     { type: "button", class: "aitp-button aitp-primary" },
     kind === "checkbox" ? "Submit choices" : "Submit choice",
   );
+  // "Choose an option." is about the choice not made yet: making one answers it
+  list.addEventListener("change", () => alertOf().clear());
   submit.addEventListener("click", () => {
     const checked = [...list.querySelectorAll("input:checked")].map((input) => input.value);
     if (checked.length === 0) {

@@ -7,7 +7,9 @@ In every thread it is in (it declares both capabilities on joining):
     a customer opens a thread without a word  -> a greeting
     someone mentions "socks"                  -> request_decision of type products, each priced (aitp-02-decisions)
     a decision on that request                -> quote for the chosen socks (aitp-01-payments)
-    a payment of that quote                   -> payment_confirmation
+    a payment of that quote                   -> payment_confirmation (the payment result), which alone says
+                                                 the socks are on their way; with --hold-payments, nothing: the
+                                                 customer's app shows the payment as sent, waiting for the shop
 
 It keeps no state (its requests and quotes are looked up in the thread, what it posts derives from the message
 it answers), so a replayed event posts nothing twice: `--cursor-file` resumes after a restart where it stopped.
@@ -64,8 +66,14 @@ CATALOG = (
 )
 
 
-def shop(client: AitpClient, catalog: tuple[Product, ...] = CATALOG, cursor_file: str | None = None) -> Agent:
-    """The shop: an `Agent` with a handler for each step of the sale."""
+def shop(
+    client: AitpClient,
+    catalog: tuple[Product, ...] = CATALOG,
+    cursor_file: str | None = None,
+    confirm_payments: bool = True,
+) -> Agent:
+    """The shop: an `Agent` with a handler for each step of the sale. `confirm_payments=False` holds every
+    payment unanswered, as a shop does while it waits for the money to arrive."""
     agent = Agent(client, capabilities=[DECISIONS, PAYMENTS], cursor_file=cursor_file)
     products = {p.id: p for p in catalog}
 
@@ -115,13 +123,17 @@ def shop(client: AitpClient, catalog: tuple[Product, ...] = CATALOG, cursor_file
         paid = Payment.model_validate(incoming.payload)
         if not await incoming.find("quote", sender=agent.actor, quote_id=paid.quote_id):
             return  # a payment of another actor's quote
-        # the service checked amount and currency; a real shop would check the transfer arrived (its channel_id)
+        if not confirm_payments:  # not received yet: no result, and no word of shipping before one
+            log.info("thread %s: holding payment of quote %s unconfirmed", incoming.thread_id, paid.quote_id)
+            return
+        # the service checked amount and currency; a real shop would check the transfer arrived (its channel_id).
+        # The payment result comes first: only a confirmed payment sends the socks on their way.
         confirmation = PaymentConfirmation(
             quote_id=paid.quote_id,
             payment_id=f"pay-{incoming.message.id}",
             result="success",
             timestamp=incoming.timestamp(),
-            message="Thank you! Your socks are on their way.",
+            message="Payment received. Your socks are on their way.",
             merchant_signature=SIGNATURE,
         )
         await incoming.reply(confirmation.to_message())
@@ -136,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--key", default=os.environ.get("AITP_KEY"), help="the shop actor's API key (env AITP_KEY)")
     p.add_argument("--cursor-file", help="where to keep the inbox cursor, to resume after a restart")
     p.add_argument("--after", type=int, help="start after this inbox cursor (default: only new events)")
+    p.add_argument("--hold-payments", action="store_true", help="never confirm a payment (to see an unconfirmed one)")
     args = p.parse_args(argv)
     if not args.key:
         p.error("an API key is needed: --key or AITP_KEY (create one with `aitp keys create --actor shop.near`)")
@@ -145,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     async def serve() -> None:
         async with AitpClient(args.url, args.key) as client:
             await client.set_contact_policy("anyone")  # a shop serves the public: anyone may open a thread with it
-            await shop(client, cursor_file=args.cursor_file).run(args.after)
+            await shop(client, cursor_file=args.cursor_file, confirm_payments=not args.hold_payments).run(args.after)
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve())

@@ -191,9 +191,7 @@ def test_a_verified_shop_is_named_with_its_domain_and_the_pay_review_names_it(
     expect(card).not_to_contain_text("Sent by")
     card.get_by_role("button", name="Pay $49.00").click()
     review = card.get_by_role("group", name="Review the payment")
-    expect(review).to_contain_text(
-        f"You are paying $49.00 to Sunny Socks ({shop} ✓) with USDC via NEAR payment channel."
-    )
+    expect(review).to_contain_text(f"You are paying $49.00 to Sunny Socks ({shop} ✓).")
     expect(review.get_by_role("img", name="verified")).to_be_visible()
     expect(review.locator(".aitp-warning")).to_have_count(0)
     page.screenshot(path=str(shots / "identity-verified.png"))
@@ -233,7 +231,7 @@ def test_an_impostor_is_marked_unverified_and_its_quote_warns_before_pay(page: P
     expect(pay).to_be_enabled()
     pay.click()
     review = card.get_by_role("group", name="Review the payment")
-    expect(review).to_contain_text("You are paying $49.00 to Sunny Shop Support with USDC via NEAR payment channel.")
+    expect(review).to_contain_text("You are paying $49.00 to Sunny Shop Support.")
     expect(review.locator('[data-warning="review"]')).to_contain_text(UNVERIFIED_PAYEE)
     confirm = review.get_by_role("button", name="Confirm payment")
     expect(confirm).to_be_enabled()

@@ -521,16 +521,16 @@ def test_paying_an_aitp_01_quote_posts_a_payment_and_shows_the_confirmation(
     expect(card.locator(".aitp-amount")).to_have_text("$12.50")
     expect(card).to_contain_text("socks.near")
     expect(card).to_contain_text("Expires")
-    expect(card.get_by_label("$12.50 · USDC via NEAR payment channel")).to_be_checked()
+    expect(card.get_by_label("$12.50", exact=True)).to_be_checked()
     card.get_by_role("button", name="Pay $12.50").click()
     # a review before anything is sent
     review = card.get_by_role("group", name="Review the payment")
-    expect(review).to_contain_text("You are paying $12.50 to socks.near with USDC via NEAR payment channel.")
+    expect(review).to_contain_text("You are paying $12.50 to socks.near.")
     assert conversation.answers("payment") == []
     review.get_by_role("button", name="Confirm payment").click()
 
     # paid only once the merchant confirms a success
-    expect(card).to_contain_text("Payment sent by you: waiting for its confirmation.")
+    expect(card).to_contain_text("Payment sent, waiting for socks.near to confirm.")
     expect(card).to_have_attribute("data-payment-state", "authorized")
     expect(card.get_by_role("button", name="Pay $12.50")).to_be_disabled()
     payload, aitp = answered_with(conversation, "payment")
@@ -553,7 +553,7 @@ def test_paying_an_aitp_01_quote_posts_a_payment_and_shows_the_confirmation(
     expect(shown).to_contain_text("Your premium subscription has been activated!")
     expect(shown).to_contain_text("success")
     expect(shown.get_by_role("link", name="ORD-12345")).to_have_attribute("href", "https://example.com/orders/12345")
-    expect(card).to_contain_text("Paid by you: Your premium subscription has been activated!")
+    expect(card).to_contain_text("Paid. Your premium subscription has been activated!")
     expect(card).to_have_attribute("data-payment-state", "paid")
 
 
@@ -574,7 +574,7 @@ def test_a_failed_payment_leaves_pay_enabled_and_a_pending_one_shows_as_pending(
         conversation.agent_posts(confirmation)
 
     confirm("failure", "Channel has no funds")
-    expect(card).to_contain_text("Payment failed: Channel has no funds. You can pay again.")
+    expect(card).to_contain_text("socks.near reports the payment failed: Channel has no funds. You can pay again.")
     expect(card).to_have_attribute("data-payment-state", "failed")
     expect(pay).to_be_enabled()
     pay.click()  # the retry the service accepts after a failure
@@ -587,10 +587,10 @@ def test_a_failed_payment_leaves_pay_enabled_and_a_pending_one_shows_as_pending(
     assert len(conversation.answers("payment")) == 2
 
     confirm("pending", "Waiting for the channel to settle")
-    expect(card).to_contain_text("Payment by you pending: Waiting for the channel to settle")
+    expect(card).to_contain_text("Payment sent, socks.near says it is pending. Waiting for the channel to settle")
     expect(pay).to_be_disabled()
     confirm("success", "Your socks are on their way")
-    expect(card).to_contain_text("Paid by you: Your socks are on their way")
+    expect(card).to_contain_text("Paid. Your socks are on their way")
     expect(pay).to_be_disabled()
 
     page.reload()  # the same standing when the thread loads
@@ -608,7 +608,7 @@ def test_paying_a_legacy_quote_posts_a_payment_authorization(page: Page, convers
     card.get_by_role("button", name="Pay $2.50").click()
     card.get_by_role("button", name="Confirm payment").click()
 
-    expect(card).to_contain_text("waiting for its confirmation")
+    expect(card).to_contain_text("Payment sent, waiting for merchant.near to confirm.")
     payload, aitp = answered_with(conversation, "payment_authorization")
     assert aitp["capability"] == "aitp-legacy-payments"
     authorization = payload["payment_authorization"]
@@ -620,7 +620,7 @@ def test_paying_a_legacy_quote_posts_a_payment_authorization(page: Page, convers
     conversation.agent_posts(result)
     expect(page.locator('[data-renderer="payment_result"]')).to_contain_text("Your red socks are on their way!")
     expect(page.locator('[data-renderer="payment_authorization"]')).to_contain_text("USDC")
-    expect(card).to_contain_text("Paid by you")
+    expect(card).to_contain_text("Paid.")
 
 
 # ------------------------------------------------------------------ anything else

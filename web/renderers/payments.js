@@ -3,7 +3,6 @@
 import { h } from "../lib/dom.js";
 import { safeLinkUrl } from "../lib/urls.js";
 import { formatDate, formatMoney } from "../lib/format.js";
-import { paymentMethodName } from "../lib/plain-words.js";
 import { actorOf, capabilityParts, findPart, labelOf } from "./thread.js";
 
 function quoteTitle(ctx, quoteId) {
@@ -77,7 +76,6 @@ export function renderPayment(payload, part, message, ctx) {
     h("p", { class: "aitp-amount" }, formatMoney(method.amount, method.currency)),
     facts([
       ["Payer", payment.payer_id && labelOf(ctx, payment.payer_id)],
-      ["Method", method.type ? paymentMethodName(method) : null],
       ["Time", payment.timestamp ? formatDate(payment.timestamp) : null],
     ]),
   );

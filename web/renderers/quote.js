@@ -1,13 +1,16 @@
 // Payment quotes: AITP-01 `quote` (payment_options with methods) and the hub-era legacy `quote`
 // (payment_plans). Pay posts the capability's payment message for the chosen option: an AITP-01
-// `payment` or a legacy `payment_authorization`. There is no wallet: nothing is signed or moved.
-// The card follows the quote's payment lifecycle (paymentState): paid only after a success, Pay
-// enabled again after a failure, a pending payment shown as pending. Pay asks for a confirmation first.
+// `payment` or a legacy `payment_authorization`. There is no wallet: nothing is signed or moved, so a
+// payment is only a claim until the payee answers it. The card follows the quote's payment lifecycle
+// (paymentState): "Payment sent, waiting for <payee> to confirm" until the payee's payment result, "Paid"
+// only after a success, Pay enabled again after a failure. Pay asks for a confirmation first. The customer
+// reads amounts and plain words: no token, network or method names (they stay in the message, for developers);
+// an option this app cannot pay with (lib/wallet.js) is shown disabled with the reason.
 // Who is paid is named as the server verified it; a quote from an unverified actor (or sent by one in
 // someone else's name) carries a warning before Pay: a warning, not a block, since a customer may know them.
 import { h, uniqueId } from "../lib/dom.js";
 import { formatDate, formatMoney, isPast } from "../lib/format.js";
-import { paymentMethodName } from "../lib/plain-words.js";
+import { CANNOT_PAY, canPayWith } from "../lib/wallet.js";
 import { facts, paymentState } from "./payments.js";
 import { requestLifecycle } from "./request.js";
 import { actorOf, isVerified, labelOf, whoIs } from "./thread.js";
@@ -52,30 +55,36 @@ function payeeWords(ctx, payee) {
   return ctx.people.payee(payee);
 }
 
-/** What the card says and whether Pay is enabled, for a payment state and an expiry. */
-function standing({ state, payer, message }, expired) {
-  const said = message ? `: ${message}` : "";
+/**
+ * What the card says and whether Pay is enabled, for a payment state, the payee's name and an expiry. Only the
+ * payee's payment result makes a payment "Paid": until then it was sent, not received.
+ */
+function standing({ state, payer, message }, payee, expired) {
+  const said = message ? ` ${message}` : "";
+  const because = message ? `: ${message.replace(/[.!]+$/, "")}` : "";
+  const by = payer && payer !== "you" ? ` by ${payer}` : "";
   switch (state) {
     case "paid":
-      return { open: false, text: `Paid by ${payer ?? "someone"}${said}`, kind: "done" };
+      return { open: false, text: `Paid${by}.${said}`, kind: "done" };
     case "pending":
-      return { open: false, text: `Payment by ${payer ?? "someone"} pending${said}` };
+      return { open: false, text: `Payment sent${by}, ${payee} says it is pending.${said}` };
     case "authorized":
-      return { open: false, text: `Payment sent by ${payer ?? "someone"}: waiting for its confirmation.` };
-    case "failed":
-      if (expired) return { open: false, text: `Payment failed${said}. This quote has expired.`, kind: "warning" };
-      return { open: true, text: `Payment failed${said}. You can pay again.`, kind: "warning" };
+      return { open: false, text: `Payment sent${by}, waiting for ${payee} to confirm.` };
+    case "failed": {
+      const failed = `${payee} reports the payment failed${because}.`;
+      if (expired) return { open: false, text: `${failed} This quote has expired.`, kind: "warning" };
+      return { open: true, text: `${failed} You can pay again.`, kind: "warning" };
+    }
     default:
       return expired ? { open: false, text: "This quote has expired.", kind: "warning" } : { open: true, text: "" };
   }
 }
 
-/** The payable offers of a quote, each {label, amount, currency, pay(ctx) → answer body}. */
+/** The offers of a quote, each {label, amount, currency, unavailable (a reason, or null), answer(ctx) → body}. */
 function offersOf(quote, legacy) {
   if (legacy) {
     return (quote.payment_plans || []).map((plan) => ({
       label: `${formatMoney(plan.amount, plan.currency)}${plan.plan_type ? ` · ${plan.plan_type.replaceAll("-", " ")}` : ""}`,
-      method: "USDC on NEAR",
       amount: plan.amount,
       currency: plan.currency,
       answer: (ctx) => ({
@@ -96,28 +105,29 @@ function offersOf(quote, legacy) {
   }
   const offers = [];
   for (const option of quote.payment_options || []) {
-    for (const method of option.payment_methods || []) {
-      offers.push({
-        label: `${formatMoney(option.amount, option.currency)} · ${paymentMethodName(method)}`,
-        method: paymentMethodName(method),
-        amount: option.amount,
-        currency: option.currency,
-        answer: (ctx) => ({
-          quote_id: String(quote.quote_id),
-          payment_method: {
-            type: method.type,
-            token: method.token,
-            channel_id: `ui-${crypto.randomUUID()}`,
-            ...(option.amount !== undefined ? { amount: String(option.amount) } : {}),
-            currency: option.currency,
-          },
-          payer_id: ctx.me,
-          timestamp: new Date().toISOString(),
-          // the reference UI has no wallet: it says so instead of faking a signature
-          payer_signature: "unsigned:reference-ui",
-        }),
-      });
-    }
+    const methods = option.payment_methods || [];
+    // one offer per amount: the first method this app can pay with, else the option shown as not payable here
+    const method = methods.find(canPayWith);
+    offers.push({
+      label: formatMoney(option.amount, option.currency),
+      amount: option.amount,
+      currency: option.currency,
+      unavailable: method ? null : CANNOT_PAY,
+      answer: (ctx) => ({
+        quote_id: String(quote.quote_id),
+        payment_method: {
+          type: method.type,
+          token: method.token,
+          channel_id: `ui-${crypto.randomUUID()}`,
+          ...(option.amount !== undefined ? { amount: String(option.amount) } : {}),
+          currency: option.currency,
+        },
+        payer_id: ctx.me,
+        timestamp: new Date().toISOString(),
+        // the reference UI has no wallet: it says so instead of faking a signature
+        payer_signature: "unsigned:reference-ui",
+      }),
+    });
   }
   return offers;
 }
@@ -148,7 +158,7 @@ export function renderQuote(payload, part, message, ctx) {
     h("p", { class: "aitp-eyebrow" }, "Quote"),
     h("h3", { class: "aitp-title", id: headingId }, quote.description || `Quote ${quote.quote_id}`),
   );
-  const first = offers[0];
+  const first = offers.find((offer) => !offer.unavailable);
   if (first) root.append(h("p", { class: "aitp-amount" }, formatMoney(first.amount, first.currency)));
   root.append(
     facts([
@@ -169,11 +179,22 @@ export function renderQuote(payload, part, message, ctx) {
     { class: "aitp-choices aitp-offers" },
     offers.map((offer, index) => {
       const id = uniqueId("offer-option");
+      const reason =
+        offer.unavailable && h("span", { class: "aitp-offer-reason", id: uniqueId("offer-reason") }, offer.unavailable);
       return h(
         "li",
-        { class: "aitp-choice" },
-        h("input", { type: "radio", id, name: group, value: String(index), checked: index === 0 }),
+        { class: `aitp-choice${reason ? " aitp-unavailable" : ""}` },
+        h("input", {
+          type: "radio",
+          id,
+          name: group,
+          value: String(index),
+          checked: offer === first,
+          disabled: Boolean(reason),
+          "aria-describedby": reason ? reason.id : null,
+        }),
         h("label", { for: id }, offer.label),
+        reason,
       );
     }),
   );
@@ -184,7 +205,7 @@ export function renderQuote(payload, part, message, ctx) {
     { type: "button", class: "aitp-button aitp-primary", "aria-describedby": cardWarning ? cardWarning.id : null },
     first ? `Pay ${formatMoney(first.amount, first.currency)}` : "Pay",
   );
-  const chosenOffer = () => offers[Number(list.querySelector("input:checked").value)];
+  const chosenOffer = () => offers[Number(list.querySelector("input:checked")?.value)] ?? first;
   list.addEventListener("change", () => {
     const offer = chosenOffer();
     pay.textContent = `Pay ${formatMoney(offer.amount, offer.currency)}`;
@@ -223,19 +244,19 @@ export function renderQuote(payload, part, message, ctx) {
     follow: (messages) => {
       const now = paymentState(messages, quote.quote_id);
       root.dataset.paymentState = now.state;
-      const shown = standing({ ...now, payer: now.payer && whoIs(ctx, now.payer) }, expired);
+      const shown = standing({ ...now, payer: now.payer && whoIs(ctx, now.payer) }, whoIs(ctx, paid), expired);
       if (shown.open) pay.disabled = false; // a retry: the last Pay click left it disabled
-      return { ...shown, open: shown.open && offers.length > 0 };
+      // nothing this app can pay with: no Pay as if it could (each option says why)
+      return { ...shown, open: shown.open && Boolean(first) };
     },
   });
-  root.append(h("p", { class: "aitp-fineprint" }, "No wallet is connected: paying sends the payment message only."));
   pay.addEventListener("click", () => {
     const offer = chosenOffer();
     // named as verified now (not when the card was drawn: the payee's identity may have arrived since)
     reviewText.replaceChildren(
       `You are paying ${formatMoney(offer.amount, offer.currency)} to `,
       payeeWords(ctx, paid),
-      ` with ${offer.method}.`,
+      ".",
     );
     review.hidden = false;
     confirm.disabled = false; // a retry after a failed payment: the last confirmation left it disabled

@@ -47,7 +47,7 @@ def example(capability: str, name: str) -> dict[str, Any]:
 class Shop:
     """A shop agent with a profile, and a customer (its key) the browser signs in as."""
 
-    def __init__(self, server: WebServer) -> None:
+    def __init__(self, server: WebServer, name: str = "Headphone Shop", logo: str | None = LOGO) -> None:
         n = next(_names)
         self.server = server
         self.id, self.customer = f"shop-{n}.near", f"ada-{n}.near"
@@ -56,7 +56,7 @@ class Shop:
         self.customer_api = server.client(self.key)
         assert self.api.put(
             "/actors/me/profile",
-            json={"display_name": "Headphone Shop", "avatar_url": LOGO, "description": "Good sound since 1999"},
+            json={"display_name": name, "avatar_url": logo, "description": "Good sound since 1999"},
         ).is_success
         assert self.customer_api.put("/actors/me/profile", json={"display_name": "Ada Lovelace"}).is_success
 
@@ -75,14 +75,18 @@ class Shop:
         assert response.status_code == 200, response.text
         return response.json()
 
-    def decisions(self, thread: str) -> list[dict[str, Any]]:
+    def payloads(self, thread: str, kind: str) -> list[dict[str, Any]]:
+        """The `kind` capability payloads posted in `thread` (e.g. "decision", "payment"), read through the API."""
         messages = self.api.get(f"/threads/{thread}/messages", params={"order": "asc", "limit": 100}).json()["data"]
         return [
-            json.loads(part["text"]["value"])["decision"]
+            json.loads(part["text"]["value"])[kind]
             for message in messages
             for part, aitp in zip(message["content"], message["aitp"] or [], strict=False)
-            if aitp and aitp["type"] == "decision"
+            if aitp and aitp["type"] == kind
         ]
+
+    def decisions(self, thread: str) -> list[dict[str, Any]]:
+        return self.payloads(thread, "decision")
 
     def open(self, page: Page, thread: str | None = None) -> None:
         page.goto(self.server.url(self.key, thread))

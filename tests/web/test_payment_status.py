@@ -54,17 +54,6 @@ def quote_from(shop: Shop, quote_id: str) -> dict[str, Any]:
     return quote
 
 
-def payments(shop: Shop, thread: str) -> list[dict[str, Any]]:
-    """The payment messages the shop has received in `thread`, read through the API."""
-    messages = shop.api.get(f"/threads/{thread}/messages", params={"order": "asc", "limit": 100}).json()["data"]
-    return [
-        json.loads(part["text"]["value"])["payment"]
-        for message in messages
-        for part, aitp in zip(message["content"], message["aitp"] or [], strict=False)
-        if aitp and aitp["type"] == "payment"
-    ]
-
-
 def confirmation(quote_id: str, result: str, message: str) -> dict[str, Any]:
     body = example("aitp-01-payments", "payment_confirmation")
     body["payment_confirmation"].update(quote_id=quote_id, result=result, message=message)
@@ -86,7 +75,7 @@ def pay(page: Page, shop: Shop, quote_id: str) -> tuple[str, Locator]:
     expect(review).to_contain_text("You are paying $99.99 to Headphone Shop")
     review.get_by_role("button", name="Confirm payment").click()
     expect(card).to_have_attribute("data-payment-state", "authorized")
-    assert [p["quote_id"] for p in payments(shop, thread)] == [quote_id]  # the shop has the payment
+    assert [p["quote_id"] for p in shop.payloads(thread, "payment")] == [quote_id]  # the shop has the payment
     return thread, card
 
 

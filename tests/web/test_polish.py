@@ -8,7 +8,6 @@ A shop agent talks over HTTP; the customer uses the browser.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,17 +18,14 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from tests.web.conftest import FileHost, WebServer, watched_page
+from tests.web.test_customer import DECISIONS, Shop
 
 CAPABILITIES = Path(__file__).resolve().parents[2] / "capabilities"
-DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
-PAYMENTS = "https://aitp.dev/capabilities/aitp-01-payments/v1.0.0/schema.json"
-EVERY = [DECISIONS, PAYMENTS]
 # a 2x2 PNG: a product photo that loads
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d494844520000000200000002080600000072b60d24"
     "0000001649444154789c63f8cfc0f09f818181e13f030303c3ff0000e8f70bf5f2c8a7c90000000049454e44ae426082"
 )
-_names = itertools.count(1)
 
 
 @dataclass
@@ -58,47 +54,9 @@ def screen(request: pytest.FixtureRequest, browser: Browser) -> Iterator[Screen]
         yield Screen(page, touch=request.param == "phone")
 
 
-class Shop:
-    """A shop agent and a customer (its key) the browser signs in as."""
-
-    def __init__(self, server: WebServer) -> None:
-        n = next(_names)
-        self.server = server
-        self.id, self.customer = f"polish-shop-{n}.near", f"polish-ada-{n}.near"
-        self.key = server.key_for(self.customer)
-        self.api = server.agent(self.id)
-        assert self.api.put("/actors/me/profile", json={"display_name": "Sunny Socks"}).is_success
-
-    def thread(self, messages: list[str] | None = None) -> str:
-        actors = [{"id": self.id, "capabilities": EVERY}, {"id": self.customer, "capabilities": EVERY}]
-        response = self.api.post("/threads", json={"actors": actors, "messages": messages or []})
-        assert response.status_code == 200, response.text
-        return response.json()["id"]
-
-    def says(self, thread: str, content: str | dict[str, Any]) -> None:
-        text = content if isinstance(content, str) else json.dumps(content)
-        response = self.api.post(f"/threads/{thread}/messages", json={"content": text})
-        assert response.status_code == 200, response.text
-
-    def decisions(self, thread: str) -> list[dict[str, Any]]:
-        messages = self.api.get(f"/threads/{thread}/messages", params={"order": "asc", "limit": 100}).json()["data"]
-        return [
-            json.loads(part["text"]["value"])["decision"]
-            for message in messages
-            for part, aitp in zip(message["content"], message["aitp"] or [], strict=False)
-            if aitp and aitp["type"] == "decision"
-        ]
-
-    def open(self, page: Page, thread: str | None = None) -> None:
-        page.goto(self.server.url(self.key, thread))
-        expect(page.locator("#connection")).to_have_attribute("data-state", "live")
-        if thread:
-            expect(page.locator("#conversation")).to_have_attribute("data-state", "open")
-
-
 @pytest.fixture
 def shop(web_server: WebServer) -> Shop:
-    return Shop(web_server)
+    return Shop(web_server, name="Sunny Socks", logo=None)  # no picture but the ones a test puts
 
 
 def example(name: str) -> dict[str, Any]:

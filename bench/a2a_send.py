@@ -52,6 +52,7 @@ from harness import (
 from ingest import run_wrk
 
 from aitp import testing
+from aitp.bindings.http.errors import envelope
 from aitp.testing import ServerProcess
 
 TARGET = 1.25  # aitp's requests/s over the reference's
@@ -132,7 +133,7 @@ def serve_reference(port: int) -> None:
     from aitp.config import Settings
     from aitp.server.serving import uvicorn_options
 
-    uvicorn.run(reference_app(), **uvicorn_options(Settings(port=port)))
+    uvicorn.run(reference_app(), **uvicorn_options(Settings(port=port), envelope))
 
 
 def start_reference(log: Path) -> ServerProcess:

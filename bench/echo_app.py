@@ -13,6 +13,7 @@ from typing import Any
 import uvicorn
 from fastapi import Body, FastAPI
 
+from aitp.bindings.http.errors import envelope
 from aitp.bindings.http.responses import FastJSONResponse
 from aitp.config import Settings
 from aitp.server.serving import uvicorn_options
@@ -34,7 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    uvicorn.run(app, **uvicorn_options(Settings(port=args.port)))
+    uvicorn.run(app, **uvicorn_options(Settings(port=args.port), envelope))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from aitp.bindings.http.errors import envelope
 from aitp.config import Settings
 from aitp.server.serving import uvicorn_options
 from aitp.testing import ServerProcess, start_server
@@ -115,7 +116,7 @@ def test_the_settings_reach_the_server_protocol() -> None:
     settings = Settings.from_env(
         {"AITP_MAX_HEADER_BYTES": "4096", "AITP_MAX_HEADERS": "20", "AITP_HEADER_TIMEOUT": "2.5"}
     )
-    protocol = uvicorn_options(settings)["http"]
+    protocol = uvicorn_options(settings, envelope)["http"]
     assert issubclass(protocol, LimitedHttpProtocol)
     assert (protocol.max_head_bytes, protocol.max_headers, protocol.head_timeout) == (4096, 20, 2.5)
     assert 0 < protocol.max_connections <= Settings().max_connections

@@ -14,6 +14,7 @@ from typing import Any
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
+from aitp.bindings.http.errors import envelope
 from aitp.config import Settings
 from aitp.server.http_protocol import http_protocol
 
@@ -62,7 +63,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 async def ask(request: bytes, until: int = 1) -> Transport:
     """`request` on a new connection; the transport once it holds `until` writes (or a close)."""
-    protocol_class = http_protocol(Settings())
+    protocol_class = http_protocol(Settings(), envelope)
     config = Config(app=app, http=protocol_class, log_config=None, access_log=False)
     config.load()
     protocol = protocol_class(config=config, server_state=ServerState(), app_state={})  # type: ignore[arg-type]

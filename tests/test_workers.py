@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
+from aitp.bindings.http.errors import envelope
 from aitp.config import Settings
 from aitp.server.serving import WorkerConfig, uvicorn_options
 from aitp.testing import ServerProcess
@@ -191,9 +192,9 @@ def test_a_worker_config_keeps_every_uvicorn_option_through_pickling(tmp_path: P
     settings = Settings(
         store_url=f"sqlite:///{tmp_path / 'aitp.db'}", port=8123, max_headers=7, max_connections=99, keepalive_seconds=3
     )
-    config = pickle.loads(pickle.dumps(WorkerConfig(settings, WORKERS)))
+    config = pickle.loads(pickle.dumps(WorkerConfig(settings, WORKERS, envelope)))
     config.load()
-    expected = uvicorn_options(settings)
+    expected = uvicorn_options(settings, envelope)
     protocol = config.http_protocol_class
     assert (protocol.max_headers, protocol.max_connections) == (7, 99)  # type: ignore[attr-defined]
     assert protocol.max_head_bytes == expected["http"].max_head_bytes  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ import asyncio
 
 import orjson
 
+from aitp.bindings.http.errors import envelope
 from aitp.bindings.openai_threads import render
 from aitp.config import Settings
 from aitp.events.hub import Hub, Signal, first_of
@@ -121,6 +122,6 @@ async def test_a_reader_cancelled_while_refreshing_leaves_the_events_to_the_next
 
 
 def test_websocket_compression_is_off_unless_configured() -> None:
-    assert uvicorn_options(Settings())["ws_per_message_deflate"] is False
-    assert uvicorn_options(Settings(ws_compression=True))["ws_per_message_deflate"] is True
+    assert uvicorn_options(Settings(), envelope)["ws_per_message_deflate"] is False
+    assert uvicorn_options(Settings(ws_compression=True), envelope)["ws_per_message_deflate"] is True
     assert Settings.from_env({"AITP_WS_COMPRESSION": "1"}).ws_compression is True

@@ -1,6 +1,6 @@
 """The HTTP connection, below the app: limits on the request head and on open connections that uvicorn's
 httptools protocol lacks (431 `request_header_fields_too_large`, 408 `request_timeout`, 503
-`connection_limit_reached`). `aitp serve` hands `http_protocol(settings)` to uvicorn.
+`connection_limit_reached`). `aitp serve` hands `http_protocol(settings, render)` to uvicorn.
 
 The protocol extends uvicorn's by its parser callbacks and around its `data_received`, never copying it: a
 head over the limits raises `HeadTooLarge` from a callback, which uvicorn's `data_received` meets as a parser
@@ -26,11 +26,6 @@ if TYPE_CHECKING:
 
 
 Render = Callable[[APIError], Any]  # a refusal as the JSON body the client reads
-
-
-def core_fields(error: APIError) -> dict[str, Any]:
-    """A refusal's body when no face renders it (`http_protocol(render=...)`): the core error's fields."""
-    return {"error": {"message": error.message, "param": error.param, "code": error.code}}
 
 
 class HeadTooLarge(Exception):
@@ -62,7 +57,7 @@ class LimitedHttpProtocol(HttpToolsProtocol):
     max_headers = 100
     head_timeout = 10.0
     max_connections = 0  # 0: no limit
-    render: Render = staticmethod(core_fields)  # the refusals' body: the composition root gives the faces' own
+    render: Render  # the refusals' body: the composition root gives the faces' own (`http_protocol`)
     _refusal_logged = float("-inf")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -279,7 +274,7 @@ def connection_limit(wanted: int) -> int:
     return fits if wanted <= 0 else min(wanted, fits)
 
 
-def http_protocol(settings: Settings, render: Render = core_fields) -> type[LimitedHttpProtocol]:
+def http_protocol(settings: Settings, render: Render) -> type[LimitedHttpProtocol]:
     """The HTTP protocol class for uvicorn (`http=`), with the settings' limits on heads and connections, its
     refusals' bodies rendered by `render` (the server imports no face: `aitp serve` passes the HTTP faces')."""
     limits = {  # 0 (or less): no limit, as for the other limits

@@ -25,7 +25,7 @@ from uvicorn.supervisors import Multiprocess
 
 from aitp import redaction
 from aitp.config import Settings
-from aitp.server.http_protocol import Render, core_fields, http_protocol
+from aitp.server.http_protocol import Render, http_protocol
 from aitp.server.log_config import uvicorn_log_config
 from aitp.server.websocket_protocol import WebSocketProtocol
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 GC_THRESHOLDS = tuple(int(x) for x in os.environ.get("AITP_GC_THRESHOLDS", "50000,20,100").split(","))
 
 
-def uvicorn_options(settings: Settings, render: Render = core_fields) -> dict[str, Any]:
+def uvicorn_options(settings: Settings, render: Render) -> dict[str, Any]:
     """How `aitp serve` runs uvicorn (the ingest benchmark serves its baseline with the same options);
     `render` writes the bodies of the refusals below the app (`aitp.server.http_protocol`)."""
     return {
@@ -89,7 +89,7 @@ class WorkerConfig(uvicorn.Config):
     """`uvicorn_options(settings)` and the app, as a worker process builds them from the settings (which
     pickle, unlike the app and the protocol class) when uvicorn loads its config there."""
 
-    def __init__(self, settings: Settings, workers: int, render: Render = core_fields) -> None:
+    def __init__(self, settings: Settings, workers: int, render: Render) -> None:
         self.settings = settings
         self.render = render  # a module's function: pickled by name
         options = {**uvicorn_options(settings, render), "http": "httptools"}  # the class: in load(), per worker
@@ -105,7 +105,7 @@ class WorkerConfig(uvicorn.Config):
         super().load()
 
 
-def serve(settings: Settings, workers: int = 1, render: Render = core_fields) -> int:
+def serve(settings: Settings, workers: int, render: Render) -> int:
     """Serve until stopped (SIGTERM, SIGINT); the exit status. One worker runs in this process; more run
     in child processes on one socket bound here, each its own instance of the service."""
     if workers <= 1:

@@ -24,6 +24,7 @@ async def test_an_actor_sets_its_profile_and_reads_it_back(api: API) -> None:
         "display_name": None,
         "avatar_url": None,
         "description": None,
+        "accent_color": None,
         "updated_at": 0,
         # an admin's key made ada.near a local actor: nothing but this server's admin vouches for it
         "verified": False,

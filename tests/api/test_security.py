@@ -80,6 +80,8 @@ PUBLIC = {
     # a domain or NEAR actor's signature over a challenge is the credential (tests/api/test_sign_in.py)
     ServedRoute("POST", "/v1/auth/challenge"),
     ServedRoute("POST", "/v1/auth/token"),
+    # a shop that let anonymous visitors in: the visitor has no credential yet (tests/api/test_customer_sessions.py)
+    ServedRoute("POST", "/v1/customer_sessions/anonymous"),
 }
 
 
@@ -246,6 +248,7 @@ async def two_threads(actors: Actors) -> TwoThreads:
 BODIES: dict[str, Any] = {
     "/v1/threads/{thread_id}/messages": {"content": "x"},
     "/v1/threads/{thread_id}/actors": {"id": "prober.near"},
+    "/v1/threads/{thread_id}/activity": {"state": "working"},
     "/v1/threads/{thread_id}/messages/{message_id}": {"metadata": {"k": "v"}},
     "/v1/conversations/{conversation_id}": {"metadata": {"k": "v"}},
     "/v1/conversations/{conversation_id}/items": {"items": [{"role": "user", "content": "x"}]},
@@ -364,6 +367,21 @@ IMPERSONATIONS: dict[ServedRoute, tuple[Any, str, str | None]] = {
         "actor",
     ),
     ServedRoute("POST", "/v1/sign-in-codes"): ({"actor": "owner.near"}, "permission_denied", "actor"),
+    ServedRoute("POST", "/v1/threads/{thread_id}/activity"): (
+        {"state": "working", "actor": "owner.near"},
+        "actor_impersonation",
+        "actor",
+    ),
+    ServedRoute("POST", "/v1/customer_sessions"): (
+        {"customer": "1", "shop": "owner.near"},
+        "permission_denied",
+        "shop",
+    ),
+    ServedRoute("PUT", "/v1/customer_sessions/settings"): (
+        {"anonymous": True, "shop": "owner.near"},
+        "permission_denied",
+        "shop",
+    ),
 }
 # Write routes with no actor to impersonate: a thread's metadata belongs to all its members alike, and a
 # conversation item has no author field (the key's actor writes it).
@@ -376,6 +394,7 @@ NO_ACTOR = {
     ServedRoute("POST", "/v1/auth/token"),
     ServedRoute("POST", "/v1/tickets"),
     ServedRoute("POST", "/v1/sign-in"),
+    ServedRoute("POST", "/v1/customer_sessions/anonymous"),
     ServedRoute("POST", "/v1/threads/{thread_id}"),
     ServedRoute("POST", "/v1/conversations"),
     ServedRoute("POST", "/v1/conversations/{conversation_id}"),

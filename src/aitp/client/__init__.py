@@ -80,6 +80,7 @@ from aitp.bindings.openai_threads.models import (
     Thread,
     ThreadCapabilities,
 )
+from aitp.bindings.openai_threads.models.customer_sessions import CustomerSession
 from aitp.bindings.openai_threads.models.messages import AitpPart, ImageFilePart, ImageUrlPart, TextPart
 from aitp.client._agent import Agent
 from aitp.client._client import AitpClient, Order
@@ -215,6 +216,7 @@ __all__ = [
     "CapabilityExample",
     "CapabilityExampleList",
     "CreatedApiKey",
+    "CustomerSession",
     "DeletedObject",
     "Event",
     "EventList",

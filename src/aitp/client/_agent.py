@@ -14,7 +14,10 @@
 
     await agent.run()
 
-Events are handled one at a time, in inbox order. Messages the agent wrote itself are skipped.
+Events are handled one at a time, in inbox order. Messages the agent wrote itself are skipped. While the
+handlers of another actor's message run, the agent shows itself working on an answer in that thread (a typing
+indicator for the people there: `AitpClient.working`, said again every `WORKING_EVERY` seconds, then `idle`);
+`Agent(..., show_working=False)` does not.
 
 An agent does not die of what one event does (as Slack Bolt's apps do not): a handler that raises is
 logged with the event's thread and cursor, the `on_error` handlers are called, and the event is handled
@@ -31,9 +34,9 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import httpx
 
@@ -51,6 +54,7 @@ JOINS = frozenset({"thread.created", "thread.actor.joined"})
 # answers that say the server cannot answer now, not that the request is wrong: the same call may work later
 UNAVAILABLE = frozenset({429, 502, 503, 504})
 RETRY_DELAY = 1.0  # seconds before a failed event is handled again, doubling with each failure
+WORKING_EVERY = 10.0  # seconds between "working" said again while handlers run (it holds 15 s on the server)
 
 H = TypeVar("H", bound=Callable[..., Awaitable[object]])
 T = TypeVar("T")
@@ -76,7 +80,8 @@ class Agent:
     `capabilities` (schema URLs) are declared for the agent in every thread it joins, next to what it
     already declares there. With `cursor_file`, the position of the last event handled is written there
     after each event (and the attempts at the next one) and `run` resumes after it. An event
-    whose handler fails is handled `attempts` times in all, then skipped (see the module's doc).
+    whose handler fails is handled `attempts` times in all, then skipped (see the module's doc). With
+    `show_working` (the default) the agent shows itself working on an answer while its handlers of a message run.
     """
 
     def __init__(
@@ -87,8 +92,10 @@ class Agent:
         cursor_file: str | os.PathLike[str] | None = None,
         reconnect: Reconnect | None = None,
         attempts: int = 3,
+        show_working: bool = True,
     ) -> None:
         self.client = client
+        self.show_working = show_working
         self.capabilities = list(capabilities)
         self.cursor_file = Path(cursor_file) if cursor_file is not None else None
         # ride out a server restart or an outage of several minutes before giving up
@@ -103,6 +110,7 @@ class Agent:
         self._errors: list[ErrorHandler] = []
         self._started: tuple[int, int] | None = None  # (cursor, attempts started) of the event being handled
         self._stopping = False
+        self._saying: set[asyncio.Task[None]] = set()  # `idle` said on the side (`_working`)
 
     # ------------------------------------------------------------------------------ registering
 
@@ -243,16 +251,51 @@ class Agent:
                 await self._dispatch(event, message)
 
     async def _dispatch(self, event: InboxEvent, message: Message) -> None:
+        calls: list[tuple[Callable[[Incoming], Awaitable[object]], Incoming]] = []
         for part in capability_payloads(message):
             if part.type is None:
                 continue
             handler = self._types.get((part.capability, part.type)) or self._types.get((None, part.type))
             if handler is not None:
-                await handler(Incoming(self, event, message, part))
+                calls.append((handler, Incoming(self, event, message, part)))
         if self._text and plain_text(message):
             incoming = Incoming(self, event, message, None)
-            for handler in self._text:
+            calls.extend((handler, incoming) for handler in self._text)
+        if not calls:
+            return
+        async with self._working(event.thread_id):
+            for handler, incoming in calls:
                 await handler(incoming)
+
+    @contextlib.asynccontextmanager
+    async def _working(self, thread_id: str) -> AsyncIterator[None]:
+        """Show the agent working in the thread while the block runs (said again every `WORKING_EVERY` s), then
+        idle (its reply has ended it already, if it sent one). `working` is said before the handlers start, so
+        it never lands after their reply; `idle` on the side, so the next event waits for nothing. What the
+        server refuses (a rate limit) or cannot answer is left at that: `working` ends by itself."""
+        if not self.show_working:
+            yield
+            return
+        await self._say(thread_id, "working")
+        refresh = asyncio.create_task(self._keep_working(thread_id))
+        try:
+            yield
+        finally:
+            refresh.cancel()
+        idle = asyncio.create_task(self._say(thread_id, "idle"))
+        self._saying.add(idle)  # the loop keeps only weak references to tasks
+        idle.add_done_callback(self._saying.discard)
+
+    async def _keep_working(self, thread_id: str) -> None:
+        while True:
+            await asyncio.sleep(WORKING_EVERY)
+            await self._say(thread_id, "working")
+
+    async def _say(self, thread_id: str, state: Literal["working", "idle"]) -> None:
+        try:
+            await self.client.set_activity(thread_id, state)
+        except (AitpError, httpx.TransportError) as error:
+            log.debug("thread %s: could not say %s: %s", thread_id, state, error)
 
     async def _declare(self, event: InboxEvent) -> None:
         """Add the agent's capabilities to its declarations in a thread it was just added to, if missing."""

@@ -28,7 +28,9 @@ from aitp.bindings.openai_threads.models import (
     Thread,
     ThreadCapabilities,
 )
+from aitp.bindings.openai_threads.models.customer_sessions import CustomerSession
 from aitp.bindings.openai_threads.models.identities import ActorIdentity, ContactPolicy
+from aitp.bindings.openai_threads.models.presence import Activity, ActorPresence
 from aitp.client._content import ActorSpec, MessageContent, actor_body, content_body, declarations
 from aitp.client._http import HttpSession, segment
 from aitp.client._sign_in import PrivateKey
@@ -419,9 +421,38 @@ class AitpClient:
     # ----------------------------------------------------------------------------------- identity
 
     async def get_actor(self, actor_id: str) -> ActorIdentity:
-        """`GET /v1/actors/{id}`: the actor's kind (`domain`, `near`, `local`) and `verification`, with its
+        """`GET /v1/actors/{id}`: the actor's kind (`domain`, `near`, `customer`, `local`) and `verification`, with its
         profile when it is verified (or the caller itself); 404 `actor_not_found` for an actor unknown here."""
         return await self._http.call(ActorIdentity, "GET", f"/actors/{segment(actor_id)}")
+
+    # ----------------------------------------------------------------------------------- presence
+
+    async def get_presence(self, actor_id: str) -> ActorPresence:
+        """`GET /v1/actors/{id}/presence`: whether the actor can be reached now (`reachable`, and `via`: its inbox
+        followed live, a webhook that delivers, an A2A agent that answers) and `usually_replies_in` (median
+        seconds, or None); 404 `actor_not_found` for an actor the caller may not see ("me": the caller)."""
+        return await self._http.call(ActorPresence, "GET", f"/actors/{segment(actor_id)}/presence")
+
+    async def set_activity(
+        self,
+        thread_id: str,
+        state: Literal["working", "idle"],
+        *,
+        expires_in: int | None = None,
+    ) -> Activity:
+        """Say the caller is `working` on an answer in the thread (for `expires_in` seconds, 1 to 60; 15 by
+        default: say it again to hold it longer), or `idle`. The other members' live streams show it; nothing
+        keeps it, and the caller's next message in the thread ends it."""
+        body = _body(state=state, expires_in=expires_in)
+        return await self._http.call(Activity, "POST", f"/threads/{segment(thread_id)}/activity", json=body)
+
+    async def working(self, thread_id: str, *, expires_in: int | None = None) -> Activity:
+        """`set_activity(thread_id, "working")`: a typing indicator for the others in the thread."""
+        return await self.set_activity(thread_id, "working", expires_in=expires_in)
+
+    async def idle(self, thread_id: str) -> Activity:
+        """`set_activity(thread_id, "idle")`: no longer working on an answer there."""
+        return await self.set_activity(thread_id, "idle")
 
     async def get_contact_policy(self) -> ContactPolicy:
         """Who may bring the caller's actor into a thread."""
@@ -434,6 +465,29 @@ class AitpClient:
         `verified` (domain and NEAR actors), `allow_list` (the ids in `allow`) or `nobody`."""
         body = _body(policy=policy, allow=None if allow is None else list(allow))
         return await self._http.call(ContactPolicy, "PUT", "/actors/me/contact_policy", json=body)
+
+    async def create_customer_session(
+        self,
+        customer: str,
+        display_name: str | None = None,
+        expires_in: int | None = None,
+        *,
+        shop: str | None = None,
+        upgrade_from: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> CustomerSession:
+        """`POST /v1/customer_sessions`, from a shop's backend: a key of the shop's customer `customer` (its own
+        id for a customer signed in on its website, e.g. "4821"), acting as `<customer>@<shop>` until
+        `expires_at` (`expires_in` seconds, 60 to 86400; 3600 by default). The customer talks with the shop
+        only. `display_name` becomes the customer's profile name; an admin key names the `shop`; `upgrade_from`
+        (the key of the shop's anonymous visitor who has just signed in) moves the visitor's threads to the
+        customer. The secret (`.key`) is returned this once: hand it to the customer's browser, never in a URL."""
+        body = _body(
+            customer=customer, shop=shop, display_name=display_name, expires_in=expires_in, upgrade_from=upgrade_from
+        )
+        return await self._http.call(
+            CustomerSession, "POST", "/customer_sessions", json=body, idempotency_key=idempotency_key
+        )
 
     # --------------------------------------------------------------------------- API keys (admin)
 

@@ -42,7 +42,7 @@ from aitp.events import payloads
 from aitp.ids import new_id
 from aitp.principals import Principal
 from aitp.runtime import Runtime
-from aitp.services import inbox
+from aitp.services import inbox, presence
 from aitp.services import messages as message_service
 from aitp.services.addressing import ReplyPolicy, reaches
 from aitp.services.requests import NewMessage
@@ -213,11 +213,14 @@ class A2ADeliveries:
             log.debug(
                 "a2a: message %s not sent to %s: its card could not be read (%s)", message.id, remote.actor, error
             )
+            await presence.note_a2a_call(self.rt, remote.actor, False)
             return
         except Exception as error:  # what the agent or the network did: logged, and the next message goes on
             self.counters["failed"] += 1
             log.warning("a2a: %s did not answer message %s: %s", remote.actor, message.id, error)
+            await presence.note_a2a_call(self.rt, remote.actor, False)
             return
+        await presence.note_a2a_call(self.rt, remote.actor, True)  # answered: reachable (services.presence)
         await self._remember(remote, message, held, context_id, answer)
         if not answer.content:
             return

@@ -12,6 +12,12 @@ Per thread, a `ThreadFeed` keeps the most recent events in memory, fetched once 
 each binding renders of each (`ThreadFeed.frames(render)`), so a thousand subscribers of one thread cost
 one store read per change and one serialisation per event and binding, not a thousand. The feed keeps
 records: what an event looks like on a wire is the binding's `Render`.
+
+The hub also carries what actors are doing right now (`ActivityRecord`: an agent working on an answer),
+which is in no log: a record posted here is handed at once to this process's listeners (`Hub.activity`),
+and the other instances' hubs read it from the store's short log of activity (`ActivityStore.since`) every
+`poll_interval` while someone there listens, skipping what their own process posted. Nothing of it touches
+the path of a message.
 """
 
 from __future__ import annotations
@@ -19,17 +25,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from typing import Protocol, TypeVar
 
 from aitp.events.stream import Frame, Render
+from aitp.store.activity import ActivityRecord
 from aitp.store.base import EventRecord, Store
 from aitp.tasks import cancel
 
 log = logging.getLogger(__name__)
 
 RECENT_EVENTS = 1024  # per followed thread, kept in memory for live subscribers
+ACTIVITY_BATCH = 1000  # activity records read at once from the store (other instances')
+
+Hears = Callable[[ActivityRecord], None]  # told each activity record of what it listens to
 
 
 class Wakeup:
@@ -287,6 +298,10 @@ class Hub:
         self._tailer: asyncio.Task[None] | None = None
         self._listeners: list[Callable[[str], None]] = []
         store.add_commit_listener(self.notify)
+        self.instance = uuid.uuid4().hex  # names this process's activity records in the store (`origin`)
+        # who hears activity here: by thread ("thread ..."), by inbox ("actor ..."), or of every thread ("*")
+        self._hearing: dict[str, set[Hears]] = {}
+        self._activity_tailer: asyncio.Task[None] | None = None
 
     def add_listener(self, listener: Callable[[str], None]) -> None:
         """Call `listener(thread_id)` when a thread's record or actors may have changed: at once for this
@@ -335,16 +350,70 @@ class Hub:
         with _held(self._feeds, thread_id, lambda: ThreadFeed(self.store, thread_id)) as feed:
             yield feed
 
+    # ----------------------------------------------------------- activity (outside the log)
+
+    @contextlib.contextmanager
+    def hear_activity(self, hears: Hears, *, thread_id: str | None = None, actor: str | None = None) -> Iterator[None]:
+        """Call `hears(record)` with each activity record of `thread_id`, or of the threads whose members
+        included `actor` when it was posted (an inbox), or (neither) of every thread, while the block runs."""
+        key = f"thread {thread_id}" if thread_id is not None else f"actor {actor}" if actor is not None else "*"
+        hearing = self._hearing.setdefault(key, set())
+        hearing.add(hears)
+        try:
+            yield
+        finally:
+            hearing.discard(hears)
+            if not hearing and self._hearing.get(key) is hearing:
+                del self._hearing[key]
+
+    def activity(self, record: ActivityRecord) -> None:
+        """Tell whoever hears it here about `record` (posted by this process, or read from the store)."""
+        hearing = self._hearing
+        if not hearing:
+            return
+        told: list[Hears] = [*hearing.get(f"thread {record.thread_id}", ()), *hearing.get("*", ())]
+        for actor in record.audience:
+            told.extend(hearing.get(f"actor {actor}", ()))
+        for hears in told:
+            try:
+                hears(record)
+            except Exception:  # one listener's failure must not keep the record from the others
+                log.exception("activity: a listener failed")
+
+    async def _tail_activity(self) -> None:
+        """Other instances' activity records, read every `poll_interval` while anyone here listens (none
+        listening: no read at all; the position is taken afresh when someone does)."""
+        after: int | None = None
+        while True:
+            await asyncio.sleep(self.poll_interval)
+            if not self._hearing:
+                after = None
+                continue
+            try:
+                if after is None:
+                    after = await self.store.activity.head()
+                    continue
+                for record in await self.store.activity.since(after, ACTIVITY_BATCH):
+                    after = record.position
+                    if record.origin != self.instance:
+                        self.activity(record)
+            except Exception:  # a store hiccup must not end activity for good
+                log.exception("activity tailer: reading the store failed; retrying in 1s")
+                await asyncio.sleep(1.0)
+
     # ----------------------------------------------------------- other instances
 
     async def start(self) -> None:
-        """Start following writes by other processes sharing the store (`Store.watch_threads`)."""
+        """Start following writes by other processes sharing the store (`Store.watch_threads`), and their
+        activity records."""
         if self._tailer is None:
             self._tailer = asyncio.create_task(self._tail(), name="aitp-event-tailer")
+        if self._activity_tailer is None:
+            self._activity_tailer = asyncio.create_task(self._tail_activity(), name="aitp-activity-tailer")
 
     async def stop(self) -> None:
-        await cancel([self._tailer])
-        self._tailer = None
+        await cancel([self._tailer, self._activity_tailer])
+        self._tailer = self._activity_tailer = None
 
     async def _tail(self) -> None:
         while True:

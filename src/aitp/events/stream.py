@@ -10,6 +10,10 @@ cursor to resume from, so a slow consumer never grows server memory.
 
 A stream also ends from outside (`EventStream.end`): its key was revoked, or its client left.
 
+Beside the log, a stream carries notices (`Notice`, `EventStream.push`): what is true for a moment only (an
+agent working on an answer), outside the log, with no cursor, never replayed. A pushed notice wakes the
+consumer without a read of the log; what the log has is read as ever.
+
 Events travel as `Frame`s: the wire JSON of an event, rendered once by the binding that serves the stream
 (its `Render`). A thread's feed hands the same Frame to every live subscriber of that binding
 (`ThreadFeed.frames`), so a thousand subscribers cost one serialisation. How a stream's end reaches the
@@ -81,6 +85,28 @@ class Frame:
 Render = Callable[[EventRecord], Frame]  # a binding's rendering of an event record
 
 
+class Notice:
+    """A frame outside the log (`EventStream.push`): its type and wire JSON, no cursor. SSE sends it without an
+    `id:`, so a reconnecting EventSource resumes from the last event's cursor, never from a notice."""
+
+    __slots__ = ("type", "json")
+
+    def __init__(self, type: str, json: str) -> None:
+        self.type = type
+        self.json = json
+
+    @property
+    def sse(self) -> bytes:
+        return b"event: %s\ndata: %s\n\n" % (self.type.encode(), self.json.encode())
+
+    def object(self) -> dict[str, Any]:
+        value: dict[str, Any] = orjson.loads(self.json)
+        return value
+
+
+MAX_NOTICES = 64  # notices waiting to be sent per stream: past it the oldest go (each says what holds now)
+
+
 def frame_of(render_event: Callable[[EventRecord], dict[str, Any]], cursor_of: Callable[[EventRecord], int]) -> Render:
     """A function rendering a record to its Frame (one serialisation per call)."""
 
@@ -90,7 +116,7 @@ def frame_of(render_event: Callable[[EventRecord], dict[str, Any]], cursor_of: C
     return frame
 
 
-Item = Frame | End | Overflow | None  # None: keep-alive tick
+Item = Frame | Notice | End | Overflow | None  # None: keep-alive tick
 
 
 Reader = Callable[[int, int], Awaitable[list[EventRecord]]]  # (cursor, limit) -> events after it
@@ -145,6 +171,7 @@ class EventStream:
         ends: Callable[[EventRecord], str | None] = lambda _: None,
         buffer: int = DEFAULT_BUFFER,
         keepalive: float = KEEPALIVE_SECONDS,
+        follow_up: Callable[[EventRecord], Notice | None] | None = None,
     ) -> None:
         self._read = read
         self._replay = replay or read  # pages while catching up (a thread's feed keeps them out of its window)
@@ -158,6 +185,18 @@ class EventStream:
         self._ending: End | None = None  # set by `end`
         self._waiter: Waiter | None = None  # while live: what wakes the consumer when it has nothing to send
         self._idle = False  # a keep-alive tick is due
+        self._follow_up = follow_up  # a notice to send right after an event's frame (or None)
+        self._notices: deque[Notice] = deque(maxlen=MAX_NOTICES)
+
+    def push(self, notice: Notice) -> None:
+        """Send `notice` soon, between the log's frames. A live consumer waiting with nothing new in the log
+        is woken for it alone: it takes a fresh ticket for the log's next write first, so the notice costs no
+        read of the log (and a write after the last read still wakes it)."""
+        self._notices.append(notice)
+        waiter = self._waiter
+        if waiter is not None and not waiter.is_set():
+            self._waiter = self._wait()
+            waiter.set()
 
     def end(self, reason: str, revoked: bool = False) -> None:
         """End the stream from outside: the next item is `End(reason, revoked)`, whatever is still buffered."""
@@ -185,6 +224,10 @@ class EventStream:
                 frame = self._frame(record)
                 self._cursor = self.delivered = frame.cursor
                 yield frame
+                if self._follow_up is not None:
+                    notice = self._follow_up(record)
+                    if notice is not None:
+                        yield notice
                 reason = self._ends(record)
                 if reason is not None:
                     yield End(reason)
@@ -210,6 +253,11 @@ class EventStream:
                 if self._ending is not None:
                     yield self._ending
                     return
+                if self._notices:
+                    keepalive.active_at = loop.time()
+                    self._idle = False
+                    yield self._notices.popleft()
+                    continue
                 waiter = self._waiter
                 # catching up: the next batch once the last is sent; then whenever something was written
                 if reading and (waiter is None or waiter.is_set() if caught_up else not buffered):
@@ -225,6 +273,10 @@ class EventStream:
                         frame = self._frame(record)
                         self._cursor = frame.cursor
                         buffered.append(frame)
+                        if self._follow_up is not None:
+                            notice = self._follow_up(record)
+                            if notice is not None:
+                                buffered.append(notice)
                         reason = self._ends(record)
                         if reason is not None:
                             buffered.append(End(reason))
@@ -253,7 +305,7 @@ class EventStream:
                     yield None  # a keep-alive tick
                     continue
                 assert waiter is not None  # taken by the read above, which left nothing to send
-                await waiter.wait()  # a write, `end` or a keep-alive tick
+                await waiter.wait()  # a write, `end`, a keep-alive tick or a notice
         finally:
             self._waiter = None
             keepalive.cancel()

@@ -4,6 +4,9 @@
   ending in `.near` or `.testnet`. It proves itself with a NEP-413 signed message.
 - A domain agent: `host[:port][/path]`, e.g. `shop.example.com` or `example.com/sales/eu`. It proves itself
   with a JWS signed by a key published at `https://host[:port]/.well-known/aitp.json`.
+- A shop's customer: `<customer>@<shop>`, the shop's own id for a customer it signed in on its website (1 to 64
+  letters, digits, '.', '_' or '-', starting with a letter or digit), then the shop's actor id (no '@'). The shop
+  vouches for it: its keys are the short-lived sessions the shop asks for.
 - Anything else is a local actor: it has no proof of its own (an admin hands out its keys).
 
 Ids are case-sensitive strings compared as they are, so a domain id is accepted only in its one canonical
@@ -27,6 +30,8 @@ NEAR_SUFFIXES = (".near", ".testnet")
 _LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _SEGMENT = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _PORT = re.compile(r"[1-9][0-9]{0,4}")  # no leading zeros: one spelling per port
+_CUSTOMER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MAX_CUSTOMER_ID = 256  # the whole `<customer>@<shop>`: the longest actor id a key or an allow list takes
 MAX_HOST = 253
 MAX_SEGMENTS = 8
 MAX_ID = MAX_HOST + 6 + MAX_SEGMENTS * 65  # host, :port, and the longest path: longer is read no further
@@ -44,6 +49,18 @@ class DomainActor:
     def id(self) -> str:
         port = f":{self.port}" if self.port is not None else ""
         return f"{self.host}{port}{self.path}"
+
+
+@dataclass(frozen=True)
+class CustomerActor:
+    """A shop's customer id, read: `customer` is the shop's own id for it, `shop` the shop's actor id."""
+
+    customer: str
+    shop: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.customer}@{self.shop}"
 
 
 def is_near_implicit(actor_id: str) -> bool:
@@ -94,12 +111,57 @@ def is_domain(actor_id: str) -> bool:
     return isinstance(_domain_refusal(actor_id), DomainActor)
 
 
-def kind_of(actor_id: str) -> Literal["domain", "near", "local"]:
+def _customer_refusal(actor_id: str) -> str | CustomerActor:
+    """The id read as a shop's customer id, or why it is not one."""
+    customer, at, shop = actor_id.partition("@")
+    if not at:
+        return "it has no '@' between the customer and the shop"
+    if len(actor_id) > MAX_CUSTOMER_ID:
+        return f"it is longer than {MAX_CUSTOMER_ID} characters"
+    if _CUSTOMER.fullmatch(customer) is None:
+        return (
+            "the customer (before '@') is not 1 to 64 letters, digits, '.', '_' or '-' starting with a letter or digit"
+        )
+    if not shop or "@" in shop or not shop.isprintable() or shop != shop.strip():
+        return "the shop (after '@') is not an actor id: empty, a second '@', a control character or spaces around it"
+    return CustomerActor(customer, shop)
+
+
+def customer_of(actor_id: str) -> CustomerActor | None:
+    """The id read as a shop's customer (`<customer>@<shop>`), or None when it is not one. Cheap: no '@', no
+    regular expression."""
+    if "@" not in actor_id:
+        return None
+    read = _customer_refusal(actor_id)
+    return read if isinstance(read, CustomerActor) else None
+
+
+def is_customer(actor_id: str) -> bool:
+    return customer_of(actor_id) is not None
+
+
+def parse_customer_actor(actor_id: str) -> CustomerActor:
+    """The parts of a shop's customer id; `invalid_actor_id` saying what is wrong otherwise."""
+    read = _customer_refusal(actor_id)
+    if isinstance(read, str):
+        shown = actor_id if len(actor_id) <= 80 else actor_id[:80] + "..."
+        raise ProofRefused("invalid_actor_id", f"{shown!r} is not a customer id (<customer>@<shop>): {read}.")
+    return read
+
+
+def within_shop(actor_id: str, shop: str) -> bool:
+    """Whether `actor_id` is the shop itself or, for a domain shop, one of its agents (`<shop>/...`)."""
+    return actor_id == shop or (actor_id.startswith(shop + "/") and is_domain(shop) and is_domain(actor_id))
+
+
+def kind_of(actor_id: str) -> Literal["domain", "near", "customer", "local"]:
     """How an actor with this id proves who it is (see the module's docstring)."""
     if is_near(actor_id):
         return "near"
     if is_domain(actor_id):
         return "domain"
+    if is_customer(actor_id):
+        return "customer"
     return "local"
 
 

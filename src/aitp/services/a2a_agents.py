@@ -71,7 +71,9 @@ async def put_settings(
     reply_policy: str = "addressed",
     credentials: Credentials = KEEP,
 ) -> A2AAgentRecord:
-    """Replace an actor's A2A settings (its cursor is kept; a new remote starts at the inbox's end)."""
+    """Replace an actor's A2A settings (its cursor is kept; a new remote starts at the inbox's end). A shop's
+    customer has none (403 `customer_not_allowed`)."""
+    identities.refuse_customer(principal, "set A2A settings")
     _check_owner(principal, actor)
     if reply_policy not in REPLY_POLICIES:
         raise InvalidRequest(

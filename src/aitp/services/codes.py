@@ -20,7 +20,7 @@ from aitp.errors import InvalidRequest, PermissionDenied, Unauthenticated
 from aitp.gate import Gate
 from aitp.principals import ADMIN_ACTOR, Principal
 from aitp.runtime import Runtime
-from aitp.services import keys
+from aitp.services import identities, keys
 from aitp.store.base import Store
 from aitp.store.codes import CodeRecord
 
@@ -49,7 +49,10 @@ async def issue(
     ttl: float | None = None,
 ) -> IssuedCode:
     """A new code of `purpose` made by the caller's key (`key_hash`). A sign-in code is for the caller's own
-    actor with its rights; an admin may make one for another `actor` (an ordinary key, no scopes)."""
+    actor with its rights; an admin may make one for another `actor` (an ordinary key, no scopes). A shop's
+    customer may make tickets, not sign-in codes (403 `customer_not_allowed`)."""
+    if purpose != WEBSOCKET:  # a sign-in code mints a key that would outlive a customer's short session
+        identities.refuse_customer(principal, "make sign-in links (its shop asks for its sessions)")
     if purpose == WEBSOCKET:
         ttl = TICKET_TTL
     elif ttl is None:

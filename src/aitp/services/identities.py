@@ -1,17 +1,22 @@
 """Who is who: which actors this server knows, what proves each one, and who may contact whom.
 
 Every actor a thread names must be known here (`aitp.store.identities`): a local actor made by the admin (a
-key, or a thread an admin created naming it), or a domain or NEAR actor that signed in (`services.sign_in`).
-Each has a contact policy, checked whenever someone else brings it into a thread: at the thread's creation
-(every face: Threads, AITP-T01, Conversations, A2A) and when it is added to one. Admins keep full power.
+key, or a thread an admin created naming it), a domain or NEAR actor that signed in (`services.sign_in`), or a
+shop's customer (`<customer>@<shop>`) the shop asked a session for (`services.customer_sessions`). Each has a
+contact policy, checked whenever someone else brings it into a thread: at the thread's creation (every face:
+Threads, AITP-T01, Conversations, A2A) and when it is added to one. Admins keep full power.
+
+A customer is read from its id alone (no store read): it talks only with its shop (and, for a domain shop, the
+shop's agents under it), only its shop may bring it into a thread, and it has no settings of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from aitp.errors import InvalidRequest, NotFound, PermissionDenied
+from aitp.identity.actor_ids import customer_of, within_shop
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
 from aitp.services.access import own_or_admin
@@ -20,6 +25,7 @@ from aitp.store.identities import (
     ALLOW_LIST,
     ANYONE,
     CONTACT_POLICIES,
+    CUSTOMER,
     LOCAL,
     NOBODY,
     VERIFIED_ONLY,
@@ -44,7 +50,33 @@ class Named:
 
 
 def local(actor: str, contact_policy: str) -> IdentityRecord:
+    """The identity an admin makes by naming an actor (or making it a key): a local actor, contactable as
+    `contact_policy` says; a customer id (`<customer>@<shop>`) makes a customer whom only its shop contacts."""
+    read = customer_of(actor)
+    if read is not None:
+        return customer(actor, read.shop, None)
     return IdentityRecord(actor, LOCAL, now(), contact_policy=contact_policy)
+
+
+def customer(actor: str, shop: str, vouched_at: int | None) -> IdentityRecord:
+    """A shop's customer (`actor` is `<customer>@<shop>`): only its shop may bring it into a thread."""
+    return IdentityRecord(
+        actor, CUSTOMER, now(), verified_at=vouched_at, contact_policy=ALLOW_LIST, contact_allow=[shop]
+    )
+
+
+def refuse_customer(
+    principal: Principal, what: str, code: str = "customer_not_allowed", param: str | None = None
+) -> None:
+    """403 `code` when the caller is a shop's customer (not an admin key): its shop speaks for it, so it may not
+    `what` (set a profile, a contact policy, webhooks, A2A settings; make a key that outlives its session)."""
+    read = None if principal.admin else customer_of(principal.actor)
+    if read is not None:
+        raise PermissionDenied(
+            f"'{principal.actor}' is a customer of '{read.shop}' signed in by it: a customer may not {what}.",
+            param=param,
+            code=code,
+        )
 
 
 async def admit(rt: Runtime, principal: Principal, actor: str) -> None:
@@ -55,7 +87,12 @@ async def admit(rt: Runtime, principal: Principal, actor: str) -> None:
 
 
 def may_contact(target: IdentityRecord, caller: IdentityRecord | None) -> bool:
-    """Whether `target`'s contact policy lets `caller` bring it into a thread."""
+    """Whether `target`'s contact policy lets `caller` bring it into a thread. A shop's own customers always
+    reach it (and its agents under it): it vouched for them when it asked for their session."""
+    if caller is not None and caller.kind == CUSTOMER:
+        read = customer_of(caller.actor)
+        if read is not None and within_shop(target.actor, read.shop):
+            return True
     policy = target.contact_policy
     if policy == ANYONE:
         return True
@@ -68,11 +105,13 @@ def may_contact(target: IdentityRecord, caller: IdentityRecord | None) -> bool:
 
 async def check_contacts(rt: Runtime, principal: Principal, named: Sequence[Named]) -> None:
     """Refuse a thread or a join that names an actor this server does not know (400 `unknown_actor`) or whose
-    contact policy refuses the caller (403 `contact_refused`), naming the field. An admin may name anyone: an
-    actor it names that is not known becomes a local actor (as an admin's key makes one)."""
+    contact policy refuses the caller (403 `contact_refused`), naming the field; a customer naming anyone but
+    its shop (or the shop's agents under it) is refused first (403 `outside_customer_session`). An admin may
+    name anyone: an actor it names that is not known becomes a local actor (as an admin's key makes one)."""
     others = {n.actor: n for n in named if n.actor != principal.actor}
     if not others:
         return
+    _check_customer_contacts(principal, others.values())
     if principal.admin:
         for actor in others:
             await admit(rt, principal, actor)
@@ -91,6 +130,21 @@ async def check_contacts(rt: Runtime, principal: Principal, named: Sequence[Name
         if not may_contact(target, caller):
             reason = _REFUSALS[target.contact_policy].format(caller=principal.actor)
             raise PermissionDenied(f"Actor '{actor}' {reason}.", param=name.param, code="contact_refused")
+
+
+def _check_customer_contacts(principal: Principal, named: Iterable[Named]) -> None:
+    """A customer's session is with its shop: 403 `outside_customer_session` for any other actor it names."""
+    read = None if principal.admin else customer_of(principal.actor)
+    if read is None:
+        return
+    for name in named:
+        if not within_shop(name.actor, read.shop):
+            raise PermissionDenied(
+                f"'{principal.actor}' is a customer of '{read.shop}' and talks with it only (and its agents under "
+                f"it), not with '{name.actor}'.",
+                param=name.param,
+                code="outside_customer_session",
+            )
 
 
 def thread_limiter(rt: Runtime) -> RateLimiter:
@@ -140,7 +194,9 @@ async def own_policy(rt: Runtime, principal: Principal, actor: str) -> IdentityR
 async def set_contact_policy(
     rt: Runtime, principal: Principal, actor: str, policy: str, allow: Sequence[str] | None
 ) -> IdentityRecord:
-    """Replace the actor's contact policy: only the actor itself, or an admin, may."""
+    """Replace the actor's contact policy: only the actor itself, or an admin, may (not a customer: its shop
+    alone may contact it)."""
+    refuse_customer(principal, "set its contact policy (only its shop may bring it into a thread)", param="policy")
     own_or_admin(principal, actor, "set its contact policy")
     if policy not in CONTACT_POLICIES:
         raise InvalidRequest(f"'policy' must be one of {', '.join(CONTACT_POLICIES)}.", param="policy")
@@ -160,8 +216,18 @@ async def set_contact_policy(
 
 
 def verification_of(identity: IdentityRecord | None, actor: str) -> dict[str, object]:
-    """What proves who `actor` is, as every face shows it: `kind` (domain, near or local), the verified
-    `identifier`, when (`verified_at`) and with which key (`key_id`); a local actor's is its id alone."""
+    """What proves who `actor` is, as every face shows it: `kind` (domain, near, customer or local), the
+    verified `identifier`, when (`verified_at`) and with which key (`key_id`); a local actor's is its id alone;
+    a customer's is the shop that vouches for it (`vouched_by`) and when it last asked a session for it."""
+    if identity is not None and identity.kind == CUSTOMER:
+        read = customer_of(identity.actor)
+        return {
+            "kind": CUSTOMER,
+            "identifier": identity.actor,
+            "verified_at": identity.verified_at,
+            "key_id": None,
+            "vouched_by": None if read is None else read.shop,
+        }
     if identity is None or not identity.verified:
         return {"kind": LOCAL, "identifier": actor, "verified_at": None, "key_id": None}
     return {

@@ -1,12 +1,12 @@
-"""Actor profiles: what an actor says about itself (display name, avatar, description), set by the actor
-(or an admin) and read by itself and by the members of the threads it is in."""
+"""Actor profiles: what an actor says about itself (display name, avatar, description, accent colour), set by
+the actor (or an admin) and read by itself and by the members of the threads it is in."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from aitp.errors import Conflict, InvalidRequest, NotFound
@@ -35,6 +35,7 @@ _IMAGE_MAGIC = {
 }
 _DATA_URL = re.compile(r"data:image/(png|jpeg|gif|webp);base64,([A-Za-z0-9+/=]+)")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_COLOR = re.compile(r"#[0-9A-Fa-f]{6}")
 
 
 def empty(actor: str) -> ProfileRecord:
@@ -92,10 +93,14 @@ async def put_profile(
     display_name: str | None,
     avatar_url: str | None,
     description: str | None,
+    accent_color: str | None,
 ) -> Shown:
     """Replace `actor`'s profile: only the actor itself, or an admin, may. A display name that reads as the
     name of another, verified actor is refused (409 `display_name_taken`): names of verified actors cannot be
     borrowed (`aitp.identity.names`: case, spacing, punctuation and Unicode look-alikes)."""
+    identities.refuse_customer(
+        principal, "set a profile: the shop sets the customer's name", code="customer_profile_read_only"
+    )
     own_or_admin(principal, actor, "set its profile")
     record = ProfileRecord(
         actor=actor,
@@ -103,20 +108,44 @@ async def put_profile(
         avatar_url=_avatar(avatar_url),
         description=_text(description, MAX_DESCRIPTION, "description", one_line=False),
         updated_at=now(),
+        accent_color=_color(accent_color),
     )
-    key = name_key(record.display_name) if record.display_name else ""
-    if key:
-        holder = await rt.store.identities.verified_with_name(key, other_than=actor)
-        if holder is not None:
-            raise Conflict(
-                f"'{record.display_name}' reads as the name of the verified actor '{holder}': choose another name.",
-                param="display_name",
-                code="display_name_taken",
-            )
+    key = await _unborrowed(rt, actor, record.display_name)
     await identities.admit(rt, principal, actor)
     await rt.store.profiles.put(record)
     await rt.store.identities.set_name_key(actor, key)
     return record, await rt.store.identities.get(actor)
+
+
+async def checked_name(rt: Runtime, actor: str, display_name: str | None) -> str | None:
+    """`display_name` as `actor`'s profile would keep it (trimmed, None when blank): 400 when too long or not
+    one line, 409 `display_name_taken` when it reads as another, verified actor's name."""
+    name = _text(display_name, MAX_NAME, "display_name", one_line=True)
+    await _unborrowed(rt, actor, name)
+    return name
+
+
+async def set_name(rt: Runtime, actor: str, name: str) -> None:
+    """Give the known actor `actor` the display name `name` (from `checked_name`), keeping the rest of its
+    profile: a shop names its customer so."""
+    old = await rt.store.profiles.get(actor) or empty(actor)
+    await rt.store.profiles.put(replace(old, display_name=name, updated_at=now()))
+    await rt.store.identities.set_name_key(actor, name_key(name))
+
+
+async def _unborrowed(rt: Runtime, actor: str, display_name: str | None) -> str:
+    """The comparison key of `actor`'s display name ("" for none); 409 `display_name_taken` when it reads as
+    the name of another, verified actor."""
+    key = name_key(display_name) if display_name else ""
+    if key:
+        holder = await rt.store.identities.verified_with_name(key, other_than=actor)
+        if holder is not None:
+            raise Conflict(
+                f"'{display_name}' reads as the name of the verified actor '{holder}': choose another name.",
+                param="display_name",
+                code="display_name_taken",
+            )
+    return key
 
 
 async def thread_profiles(rt: Runtime, principal: Principal, thread_id: str) -> list[Shown]:
@@ -135,6 +164,16 @@ def _text(value: str | None, limit: int, param: str, *, one_line: bool) -> str |
     allowed = value if one_line else value.replace("\n", "").replace("\t", "")
     if _CONTROL.search(allowed):
         raise InvalidRequest(f"'{param}' must not contain control characters.", param=param)
+    return value
+
+
+def _color(value: str | None) -> str | None:
+    """A brand colour as `#rrggbb` (either case, kept as written), or None when blank."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    if _COLOR.fullmatch(value) is None:
+        raise InvalidRequest("'accent_color' must be a colour written #rrggbb, e.g. #1a7f5a.", param="accent_color")
     return value
 
 

@@ -38,7 +38,7 @@ from aitp.events.hub import Signal
 from aitp.ids import new_id
 from aitp.principals import Principal
 from aitp.runtime import Runtime, now
-from aitp.services import addressing, inbox
+from aitp.services import addressing, identities, inbox
 from aitp.services.destinations import Pinned, addresses, is_allowed, is_public, parse_url, pinned
 from aitp.store.records import EventRecord
 from aitp.store.webhooks import (
@@ -151,7 +151,9 @@ async def create_webhook(
     actor: str | None = None,
     enabled: bool = True,
 ) -> EndpointRecord:
-    """Register an endpoint following its actor's inbox from now on; its secret is in the returned record."""
+    """Register an endpoint following its actor's inbox from now on; its secret is in the returned record. A
+    shop's customer has none (403 `customer_not_allowed`): its shop's page follows its threads for it."""
+    identities.refuse_customer(principal, "register webhooks")
     owner = _owner(principal, actor)
     await _check_destination(url, rt.settings)
     endpoint = EndpointRecord(

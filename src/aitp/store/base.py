@@ -16,11 +16,13 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from aitp.store.a2a import A2AStore
+from aitp.store.activity import ActivityStore
 from aitp.store.capabilities import CapabilityStore
 from aitp.store.codes import CodeStore
 from aitp.store.idempotency import IdempotencyRecord, IdempotencyStore
 from aitp.store.identities import IdentityStore
 from aitp.store.keys import KeyStore
+from aitp.store.presence import PresenceStore
 from aitp.store.profiles import ProfileStore
 from aitp.store.records import (
     ActorEventRenderer,
@@ -44,6 +46,7 @@ from aitp.store.records import (
     TurnBudgetExhausted,
     TurnRule,
 )
+from aitp.store.search import MessageSearch
 from aitp.store.steps import add_follow_up, append_counting_turns, append_message, budget_changed, insert_refs
 from aitp.store.transaction import Body, Tx
 from aitp.store.webhooks import WebhookStore
@@ -81,7 +84,8 @@ class Store(abc.ABC):
     """Persistence for threads, actors, messages and the event log; API keys, idempotency records,
     registered capability versions, actor profiles, one-time codes, webhook endpoints with their deliveries and
     actor identities in the small stores `keys`, `idempotency`, `capabilities`, `profiles`, `codes`, `webhooks`,
-    `a2a` (A2A settings of actors and the contexts A2A clients opened) and `identities`.
+    `a2a` (A2A settings of actors and the contexts A2A clients opened) and `identities`; what actors are doing
+    in threads right now (`activity`, kept for a minute or two) and what says they can be reached (`presence`).
 
     The mutations of threads are rules written here, each as one transaction body over `Tx`; a backend
     provides `transaction` (how a body runs atomically), the `Tx` primitives and the reads.
@@ -96,6 +100,9 @@ class Store(abc.ABC):
     webhooks: WebhookStore
     a2a: A2AStore
     identities: IdentityStore
+    activity: ActivityStore
+    presence: PresenceStore
+    search: MessageSearch  # full-text search of messages, its index written with them (search.py)
 
     def __init__(self) -> None:
         self._commit_listeners: list[CommitListener] = []

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 @dataclass
 class ProfileRecord:
-    """What an actor says about itself to the people it meets: a name, a picture and a line of text.
+    """What an actor says about itself to the people it meets: a name, a picture, a line of text and the colour
+    of its brand.
 
     One per actor id, replaced whole by each write. Fields are plain and explicit (no free-form bag) so
     that other faces (a future A2A binding) read the same record the web UI shows."""
@@ -20,6 +21,7 @@ class ProfileRecord:
     avatar_url: str | None  # an https URL or a small data:image URL, checked by the service
     description: str | None
     updated_at: int
+    accent_color: str | None = None  # "#rrggbb": the brand colour a business shows its customers
 
 
 class ProfileStore(abc.ABC):

@@ -2,6 +2,8 @@
 
 WebSocket frames, server to client (JSON text):
     an event      {"seq", "type", "thread_id", "created_at", "data"}   (+ "cursor" on the inbox)
+    an activity   {"type": "thread.activity", "thread_id", "data": {"actor", "state", "expires_at"}}: outside the
+                  log, no seq and no cursor (SSE: no `id:`), never replayed
     a post reply  {"op": "posted", "ref": ..., "message": {...}}
                   or {"op": "error", "ref": ..., "status": <HTTP status>, "error": {<OpenAI envelope>}}
 Client to server:
@@ -35,7 +37,7 @@ from aitp.bindings.http.idempotency import run_once
 from aitp.bindings.openai_threads import close_codes, render
 from aitp.bindings.openai_threads.models import CreateMessageRequest
 from aitp.errors import APIError, InvalidRequest, Unauthenticated
-from aitp.events.stream import EventStream, Frame, Overflow
+from aitp.events.stream import EventStream, Frame, Notice, Overflow
 from aitp.gate import Gate
 from aitp.inputs.strict_json import parse_json
 from aitp.principals import Principal
@@ -117,7 +119,7 @@ class EventStreamResponse(Response):
             async for item in stream:
                 if item is None:
                     chunk = b": keep-alive\n\n"
-                elif isinstance(item, Frame):
+                elif isinstance(item, Frame | Notice):
                     chunk = item.sse
                 else:
                     ending = {"reason": item.reason}
@@ -207,7 +209,7 @@ async def _serve(websocket: WebSocket, stream: EventStream, post: Poster) -> Non
         async for item in stream:
             if item is None:
                 continue  # the server (uvicorn) pings WebSocket peers itself
-            if isinstance(item, Frame):
+            if isinstance(item, Frame | Notice):
                 async with send_lock:  # the event's JSON text, rendered once for all its subscribers
                     await websocket.send_text(item.json)
                 continue

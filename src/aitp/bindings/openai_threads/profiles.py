@@ -1,4 +1,4 @@
-"""Actor profiles (AITP extension): an actor's display name, avatar and description."""
+"""Actor profiles (AITP extension): an actor's display name, avatar, description and accent colour."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def render(shown: profiles.Shown) -> dict[str, Any]:
         "display_name": record.display_name,
         "avatar_url": record.avatar_url,
         "description": record.description,
+        "accent_color": record.accent_color,
         "updated_at": record.updated_at,
         "verified": identity is not None and identity.verified,
         "verification": verification_of(identity, record.actor),
@@ -46,6 +47,7 @@ async def _put(rt: RuntimeDep, principal: PrincipalDep, actor: str, body: Profil
         display_name=body.display_name,
         avatar_url=body.avatar_url,
         description=body.description,
+        accent_color=body.accent_color,
     )
     return FastJSONResponse(render(shown))
 

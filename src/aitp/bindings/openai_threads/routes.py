@@ -16,11 +16,13 @@ from aitp.bindings.openai_threads import (
     actors,
     capabilities,
     codes,
+    customer_sessions,
     events,
     fetch,
     identities,
     keys,
     messages,
+    presence,
     profiles,
     threads,
     webhooks,
@@ -31,7 +33,21 @@ PREFIX = "/v1/"  # every route of the API is under it; outside it: the web UI, /
 
 def api_routes() -> list[BaseRoute]:
     # identities last: its GET /v1/actors/{actor_id:path} would take /v1/actors/me/... routes of the others
-    modules = (messages, threads, actors, profiles, capabilities, events, keys, fetch, codes, webhooks, identities)
+    modules = (
+        messages,
+        threads,
+        actors,
+        profiles,
+        presence,
+        capabilities,
+        events,
+        keys,
+        fetch,
+        codes,
+        customer_sessions,
+        webhooks,
+        identities,
+    )
     return [route for module in modules for route in module.router.routes]
 
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from starlette.datastructures import MutableHeaders
 from starlette.routing import Match, Mount
-from starlette.types import Scope
+from starlette.types import Message, Receive, Scope, Send
 
 from aitp.bindings.openai_threads.routes import PREFIX
+
+# the one page other sites may frame: the chat a shop puts on its own website (web/embed.js frames it)
+FRAMEABLE = frozenset({"/embed.html"})
+# any other page of the UI holds a key: no other site may frame it and trick clicks into it (clickjacking)
+NOT_FRAMEABLE = (("Content-Security-Policy", "frame-ancestors 'none'"), ("X-Frame-Options", "DENY"))
 
 
 class WebMount(Mount):
@@ -13,9 +19,25 @@ class WebMount(Mount):
 
     A mount at `/` matches every path, so it would answer where the API should: a known API path with
     a method it lacks would get the UI's 404 or 405 (without `Allow`) instead of the route's 405 with
-    `Allow`, and an unknown `/v1/` path the UI's 404 instead of the JSON one."""
+    `Allow`, and an unknown `/v1/` path the UI's 404 instead of the JSON one.
+
+    Every answer but the embeddable chat's page says that no other site may frame it."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         if scope["type"] == "http" and (scope["method"] not in ("GET", "HEAD") or scope["path"].startswith(PREFIX)):
             return Match.NONE, {}
         return super().matches(scope)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in FRAMEABLE:
+            await super().handle(scope, receive, send)
+            return
+
+        async def send_not_frameable(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in NOT_FRAMEABLE:
+                    headers[name] = value
+            await send(message)
+
+        await super().handle(scope, receive, send_not_frameable)

@@ -8,7 +8,7 @@ from typing import Any
 
 from pymongo import ReturnDocument
 
-from aitp.store.identities import LOCAL, IdentityRecord, IdentityStore
+from aitp.store.identities import VERIFIED_KINDS, IdentityRecord, IdentityStore
 from aitp.store.mongo.engine import MongoEngine
 
 
@@ -22,6 +22,7 @@ def _identity(doc: dict[str, Any]) -> IdentityRecord:
         contact_policy=doc["contact_policy"],
         contact_allow=list(doc.get("contact_allow") or []),
         name_key=doc.get("name_key") or "",
+        anonymous_visitors=bool(doc.get("anonymous_visitors")),  # absent in documents written before
     )
 
 
@@ -64,6 +65,25 @@ class MongoIdentities(IdentityStore):
         )
         return _identity(doc)
 
+    async def vouched(self, identity: IdentityRecord) -> IdentityRecord:
+        # the insert if new, else the fields a voucher sets (each write atomic)
+        if await self.add(identity):
+            return identity
+        doc = await self._identities.find_one_and_update(
+            {"_id": identity.actor},
+            {
+                "$set": {
+                    "kind": identity.kind,
+                    "verified_at": identity.verified_at,
+                    "key_id": identity.key_id,
+                    "contact_policy": identity.contact_policy,
+                    "contact_allow": list(identity.contact_allow),
+                }
+            },
+            return_document=ReturnDocument.AFTER,
+        )
+        return _identity(doc)
+
     async def set_contact(self, actor: str, policy: str, allow: Sequence[str]) -> IdentityRecord | None:
         doc = await self._identities.find_one_and_update(
             {"_id": actor},
@@ -72,11 +92,17 @@ class MongoIdentities(IdentityStore):
         )
         return None if doc is None else _identity(doc)
 
+    async def set_anonymous_visitors(self, actor: str, allowed: bool) -> IdentityRecord | None:
+        doc = await self._identities.find_one_and_update(
+            {"_id": actor}, {"$set": {"anonymous_visitors": allowed}}, return_document=ReturnDocument.AFTER
+        )
+        return None if doc is None else _identity(doc)
+
     async def set_name_key(self, actor: str, name_key: str) -> None:
         await self._identities.update_one({"_id": actor}, {"$set": {"name_key": name_key}})
 
     async def verified_with_name(self, name_key: str, other_than: str) -> str | None:
         doc = await self._identities.find_one(
-            {"name_key": name_key, "_id": {"$ne": other_than}, "kind": {"$ne": LOCAL}}, {"_id": 1}
+            {"name_key": name_key, "_id": {"$ne": other_than}, "kind": {"$in": sorted(VERIFIED_KINDS)}}, {"_id": 1}
         )
         return None if doc is None else doc["_id"]

@@ -8,7 +8,8 @@ from typing import Any
 from aitp.store.mongo.engine import MongoEngine
 from aitp.store.profiles import ProfileRecord, ProfileStore
 
-FIELDS = ("display_name", "avatar_url", "description", "updated_at")
+# a document written before a field existed reads it as None (no migration: accent_color)
+FIELDS = ("display_name", "avatar_url", "description", "updated_at", "accent_color")
 
 
 def _profile(doc: dict[str, Any]) -> ProfileRecord:

@@ -29,6 +29,8 @@ from aitp.store.base import (
     threads_of,
 )
 from aitp.store.mongo.a2a import MongoA2A
+from aitp.store.mongo.activity import MongoActivity
+from aitp.store.mongo.activity import create_indexes as activity_indexes
 from aitp.store.mongo.capabilities import MongoCapabilities
 from aitp.store.mongo.codes import MongoCodes
 from aitp.store.mongo.documents import (
@@ -45,7 +47,11 @@ from aitp.store.mongo.idempotency import MongoIdempotency
 from aitp.store.mongo.identities import MongoIdentities
 from aitp.store.mongo.keys import MongoKeys
 from aitp.store.mongo.positions import HEARTBEAT, LEASE, Positions
+from aitp.store.mongo.presence import MongoPresence
+from aitp.store.mongo.presence import create_indexes as presence_indexes
 from aitp.store.mongo.profiles import MongoProfiles
+from aitp.store.mongo.search import MongoSearch
+from aitp.store.mongo.search import open_index as open_search_index
 from aitp.store.mongo.tx import MongoTx
 from aitp.store.mongo.webhooks import MongoWebhooks
 from aitp.store.transaction import Body
@@ -82,6 +88,9 @@ class MongoStore(Store):
         self.webhooks = MongoWebhooks(self.engine)
         self.a2a = MongoA2A(self.engine)
         self.identities = MongoIdentities(self.engine)
+        self.activity = MongoActivity(self.engine, self.positions)
+        self.presence = MongoPresence(self.engine)
+        self.search = MongoSearch(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> MongoStore:
@@ -106,6 +115,10 @@ class MongoStore(Store):
 
     async def open(self) -> None:
         await self.engine.open()
+        # collections outside any transaction: made by their first write; their indexes here
+        await activity_indexes(self.engine.db)
+        await presence_indexes(self.engine.db)
+        await open_search_index(self.engine.db)  # and the messages of a store written before it, once
         await self.positions.start(self.engine.db)
 
     async def close(self) -> None:

@@ -22,6 +22,7 @@ from aitp.store.mongo.documents import (
     thread_record,
 )
 from aitp.store.mongo.idempotency import document_of, record_id, unix_seconds
+from aitp.store.mongo.search import search_fields
 from aitp.store.transaction import Tx
 
 THREAD_CHANGES = ("metadata", "tool_resources", "turn_budget", "persons")
@@ -134,7 +135,8 @@ class MongoTx(Tx):
         return result.deleted_count > 0
 
     async def insert_message(self, message: MessageRecord) -> None:
-        await self.db.messages.insert_one(message_doc(message), session=self.session)
+        # with its searchable text: indexed in this transaction (search.py)
+        await self.db.messages.insert_one({**message_doc(message), **search_fields(message)}, session=self.session)
 
     async def set_message_metadata(
         self, thread_id: str, message_id: str, metadata: dict[str, str]

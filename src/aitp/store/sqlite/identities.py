@@ -6,9 +6,10 @@ import sqlite3
 import time
 from collections.abc import Sequence
 
-from aitp.store.identities import ANYONE, LOCAL, IdentityRecord, IdentityStore
+from aitp.store.identities import ANYONE, DOMAIN, LOCAL, NEAR, IdentityRecord, IdentityStore
 from aitp.store.sqlite.engine import SQLiteEngine
 from aitp.store.sqlite.keys import MAX_PARAMS
+from aitp.store.sqlite.profiles import upgrade as upgrade_profiles
 from aitp.store.sqlite.schema import dumps, loads
 
 TABLE = """
@@ -20,10 +21,14 @@ CREATE TABLE IF NOT EXISTS actor_identities (
     key_id TEXT,
     contact_policy TEXT NOT NULL,
     contact_allow TEXT NOT NULL,
-    name_key TEXT NOT NULL DEFAULT ''
+    name_key TEXT NOT NULL DEFAULT '',
+    anonymous_visitors INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS actor_identities_by_name ON actor_identities (name_key) WHERE name_key != '';
 """
+
+# the actor_identities columns added since its first version, each with its definition (`create_table`)
+COLUMNS_ADDED = {"anonymous_visitors": "INTEGER NOT NULL DEFAULT 0"}
 
 # Every actor a store written before identities knew of: in a thread (or its creator), holding a key, or with a
 # profile. Each becomes a local actor that anyone may contact, as every actor was then.
@@ -39,7 +44,10 @@ SELECT actor, ?, ?, ?, '[]' FROM (
 
 
 def create_table(conn: sqlite3.Connection) -> None:
-    """Create the table; when it is new in a store that holds actors already, give each a local identity."""
+    """Create the table; when it is new in a store that holds actors already, give each a local identity. Also
+    gives a store written before accent colours the profile column (what actors say of themselves goes with who
+    they are; `SQLiteStore.open` runs this once per open, after the schema)."""
+    upgrade_profiles(conn)
     exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'actor_identities'")
     new = exists.fetchone() is None
     for statement in TABLE.split(";"):
@@ -47,6 +55,10 @@ def create_table(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
     if new:
         conn.execute(_KNOWN_BEFORE, (LOCAL, int(time.time()), ANYONE))
+    columns = {row["name"] for row in conn.execute("PRAGMA table_info(actor_identities)")}
+    for name, definition in COLUMNS_ADDED.items():
+        if name not in columns:  # a store written before: nobody lets anonymous visitors in
+            conn.execute(f"ALTER TABLE actor_identities ADD COLUMN {name} {definition}")
 
 
 def _identity(row: sqlite3.Row) -> IdentityRecord:
@@ -59,14 +71,15 @@ def _identity(row: sqlite3.Row) -> IdentityRecord:
         contact_policy=row["contact_policy"],
         contact_allow=loads(row["contact_allow"]),
         name_key=row["name_key"],
+        anonymous_visitors=bool(row["anonymous_visitors"]),
     )
 
 
 def _insert(conn: sqlite3.Connection, identity: IdentityRecord) -> bool:
     inserted = conn.execute(
         "INSERT OR IGNORE INTO actor_identities"
-        " (actor, kind, created_at, verified_at, key_id, contact_policy, contact_allow, name_key)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " (actor, kind, created_at, verified_at, key_id, contact_policy, contact_allow, name_key, anonymous_visitors)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             identity.actor,
             identity.kind,
@@ -76,6 +89,7 @@ def _insert(conn: sqlite3.Connection, identity: IdentityRecord) -> bool:
             identity.contact_policy,
             dumps(identity.contact_allow),
             identity.name_key,
+            int(identity.anonymous_visitors),
         ),
     )
     return inserted.rowcount > 0
@@ -123,12 +137,41 @@ class SQLiteIdentities(IdentityStore):
 
         return await self._engine.write(op)
 
+    async def vouched(self, identity: IdentityRecord) -> IdentityRecord:
+        def op(conn: sqlite3.Connection) -> IdentityRecord:
+            if not _insert(conn, identity):
+                conn.execute(
+                    "UPDATE actor_identities SET kind = ?, verified_at = ?, key_id = ?, contact_policy = ?,"
+                    " contact_allow = ? WHERE actor = ?",
+                    (
+                        identity.kind,
+                        identity.verified_at,
+                        identity.key_id,
+                        identity.contact_policy,
+                        dumps(identity.contact_allow),
+                        identity.actor,
+                    ),
+                )
+            stored = _select(conn, identity.actor)
+            assert stored is not None
+            return stored
+
+        return await self._engine.write(op)
+
     async def set_contact(self, actor: str, policy: str, allow: Sequence[str]) -> IdentityRecord | None:
         def op(conn: sqlite3.Connection) -> IdentityRecord | None:
             conn.execute(
                 "UPDATE actor_identities SET contact_policy = ?, contact_allow = ? WHERE actor = ?",
                 (policy, dumps(list(allow)), actor),
             )
+            return _select(conn, actor)
+
+        return await self._engine.write(op)
+
+    async def set_anonymous_visitors(self, actor: str, allowed: bool) -> IdentityRecord | None:
+        def op(conn: sqlite3.Connection) -> IdentityRecord | None:
+            update = "UPDATE actor_identities SET anonymous_visitors = ? WHERE actor = ?"
+            conn.execute(update, (int(allowed), actor))
             return _select(conn, actor)
 
         return await self._engine.write(op)
@@ -140,8 +183,8 @@ class SQLiteIdentities(IdentityStore):
     async def verified_with_name(self, name_key: str, other_than: str) -> str | None:
         def op(conn: sqlite3.Connection) -> str | None:
             row = conn.execute(
-                "SELECT actor FROM actor_identities WHERE name_key = ? AND actor != ? AND kind != ? LIMIT 1",
-                (name_key, other_than, LOCAL),
+                "SELECT actor FROM actor_identities WHERE name_key = ? AND actor != ? AND kind IN (?, ?) LIMIT 1",
+                (name_key, other_than, DOMAIN, NEAR),
             ).fetchone()
             return None if row is None else row[0]
 

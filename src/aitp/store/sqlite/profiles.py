@@ -8,6 +8,15 @@ from collections.abc import Sequence
 from aitp.store.profiles import ProfileRecord, ProfileStore
 from aitp.store.sqlite.engine import SQLiteEngine
 from aitp.store.sqlite.keys import MAX_PARAMS
+from aitp.store.sqlite.schema import PROFILE_COLUMNS_ADDED
+
+
+def upgrade(conn: sqlite3.Connection) -> None:
+    """Once, on a store written before profiles had an accent colour: theirs have none (NULL)."""
+    columns = {row["name"] for row in conn.execute("PRAGMA table_info(actor_profiles)")}
+    for name, definition in PROFILE_COLUMNS_ADDED.items():
+        if name not in columns:
+            conn.execute(f"ALTER TABLE actor_profiles ADD COLUMN {name} {definition}")
 
 
 def _profile(row: sqlite3.Row) -> ProfileRecord:
@@ -21,9 +30,16 @@ class SQLiteProfiles(ProfileStore):
     async def put(self, profile: ProfileRecord) -> None:
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "INSERT OR REPLACE INTO actor_profiles (actor, display_name, avatar_url, description, updated_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (profile.actor, profile.display_name, profile.avatar_url, profile.description, profile.updated_at),
+                "INSERT OR REPLACE INTO actor_profiles"
+                " (actor, display_name, avatar_url, description, updated_at, accent_color) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    profile.actor,
+                    profile.display_name,
+                    profile.avatar_url,
+                    profile.description,
+                    profile.updated_at,
+                    profile.accent_color,
+                ),
             )
 
         await self._engine.write(op)

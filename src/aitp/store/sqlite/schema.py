@@ -124,7 +124,8 @@ CREATE TABLE IF NOT EXISTS actor_profiles (
     display_name TEXT,
     avatar_url TEXT,
     description TEXT,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    accent_color TEXT
 );
 CREATE TABLE IF NOT EXISTS one_time_codes (
     hash TEXT PRIMARY KEY,
@@ -212,6 +213,9 @@ THREAD_COLUMNS_ADDED = {
     "agent_turns": "INTEGER NOT NULL DEFAULT 0",
     "paused": "INTEGER NOT NULL DEFAULT 0",
 }
+# the actor_profiles columns added since its first version, each with its definition (`ALTER TABLE` on a store
+# written before: aitp.store.sqlite.profiles.upgrade)
+PROFILE_COLUMNS_ADDED = {"accent_color": "TEXT"}
 actor_record = _reader(ActorRecord, json=("capabilities",), columns={"id": "actor_id"})
 message_record = _reader(MessageRecord, json=("content", "attachments", "metadata", "aitp"))
 event_record = _reader(EventRecord, json=("data",))

@@ -20,6 +20,8 @@ from aitp.store.base import (
 )
 from aitp.store.sqlite.a2a import SQLiteA2A
 from aitp.store.sqlite.a2a import upgrade as upgrade_a2a
+from aitp.store.sqlite.activity import TABLES as ACTIVITY_TABLES
+from aitp.store.sqlite.activity import SQLiteActivity
 from aitp.store.sqlite.capabilities import SQLiteCapabilities
 from aitp.store.sqlite.codes import SQLiteCodes
 from aitp.store.sqlite.engine import DEFAULT_SYNCHRONOUS, SYNCHRONOUS_MODES, SQLiteEngine
@@ -27,6 +29,8 @@ from aitp.store.sqlite.idempotency import SQLiteIdempotency
 from aitp.store.sqlite.identities import SQLiteIdentities
 from aitp.store.sqlite.identities import create_table as create_identities
 from aitp.store.sqlite.keys import SQLiteKeys
+from aitp.store.sqlite.presence import TABLES as PRESENCE_TABLES
+from aitp.store.sqlite.presence import SQLitePresence
 from aitp.store.sqlite.profiles import SQLiteProfiles
 from aitp.store.sqlite.schema import (
     AUDIENCE_TO_MEMBERSHIPS,
@@ -37,6 +41,8 @@ from aitp.store.sqlite.schema import (
     ref_record,
     thread_record,
 )
+from aitp.store.sqlite.search import SQLiteSearch
+from aitp.store.sqlite.search import upgrade as upgrade_search
 from aitp.store.sqlite.tx import find_message, live_thread, run_body, thread_actors
 from aitp.store.sqlite.webhooks import TABLES as WEBHOOK_TABLES
 from aitp.store.sqlite.webhooks import SQLiteWebhooks
@@ -122,6 +128,7 @@ def _upgrade(conn: sqlite3.Connection) -> None:
     _webhook_client_error_column(conn)
     create_identities(conn)
     upgrade_a2a(conn)
+    upgrade_search(conn)
 
 
 class SQLiteStore(Store):
@@ -138,6 +145,9 @@ class SQLiteStore(Store):
         self.webhooks = SQLiteWebhooks(self.engine)
         self.a2a = SQLiteA2A(self.engine)
         self.identities = SQLiteIdentities(self.engine)
+        self.search = SQLiteSearch(self.engine)
+        self.activity = SQLiteActivity(self.engine)
+        self.presence = SQLitePresence(self.engine)
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
@@ -172,7 +182,8 @@ class SQLiteStore(Store):
         return self.engine.path
 
     async def open(self) -> None:
-        await self.engine.open(SCHEMA + WEBHOOK_TABLES)
+        # CREATE ... IF NOT EXISTS: the tables added since a store was written are made when it is opened
+        await self.engine.open(SCHEMA + WEBHOOK_TABLES + ACTIVITY_TABLES + PRESENCE_TABLES)
         await self.engine.write(_upgrade, may_wait=True)  # unbounded, once: off the loop
 
     async def close(self) -> None:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, NewEvent, RefRelease, ThreadRecord
 from aitp.store.idempotency import IdempotencyRecord
 from aitp.store.sqlite.schema import actor_record, dumps, message_record, thread_record
+from aitp.store.sqlite.search import index_message, unindex_message, unindex_thread
 from aitp.store.transaction import Body, Tx
 
 T = TypeVar("T")
@@ -96,6 +97,7 @@ class SQLiteTx(Tx):
 
     async def clear_thread(self, thread_id: str) -> None:
         conn = self.conn
+        unindex_thread(conn, thread_id)  # (through its messages: first)
         conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
         conn.execute("DELETE FROM thread_actors WHERE thread_id = ?", (thread_id,))
         conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
@@ -157,6 +159,7 @@ class SQLiteTx(Tx):
                 None if m.aitp is None else dumps(m.aitp),
             ),
         )
+        index_message(self.conn, m)  # searchable once this transaction commits
 
     async def set_message_metadata(
         self, thread_id: str, message_id: str, metadata: dict[str, str]
@@ -171,6 +174,7 @@ class SQLiteTx(Tx):
         ).fetchone()
         if gone is None:
             return False
+        unindex_message(self.conn, message_id)
         self.conn.execute(
             "INSERT OR REPLACE INTO deleted_messages (thread_id, id, seq) VALUES (?, ?, ?)",
             (thread_id, message_id, gone[0]),

@@ -13,6 +13,9 @@ AVATAR_URL = (
     r"|data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]+)\s*$"
 )
 
+# the accent_color forms `services.profiles` accepts: blank (clears it) or #rrggbb in either case
+ACCENT_COLOR = r"^\s*(|#[0-9A-Fa-f]{6})\s*$"
+
 
 class ProfileInput(BaseModel):
     """An actor's profile as it sets it (`PUT`): the whole record, an omitted or blank field cleared."""
@@ -26,19 +29,33 @@ class ProfileInput(BaseModel):
         json_schema_extra={"pattern": AVATAR_URL},  # documented only: `services.profiles` checks it
     )
     description: str | None = Field(None, max_length=500, description="A line or two about the actor.")
+    accent_color: str | None = Field(
+        None,
+        max_length=100,
+        description="The brand colour a business shows its customers, written #rrggbb (e.g. '#1a7f5a').",
+        json_schema_extra={"pattern": ACCENT_COLOR},  # documented only: `services.profiles` checks it
+    )
 
 
-Kind = Literal["domain", "near", "local"]
+Kind = Literal["domain", "near", "customer", "local"]
 
 
 class Verification(BaseModel):
-    """What proves who an actor is: a domain's published key, a NEAR account's key, or (local) nothing but the
-    admin of this server."""
+    """What proves who an actor is: a domain's published key, a NEAR account's key, the shop that vouches for
+    its customer, or (local) nothing but the admin of this server."""
 
     kind: Kind
-    identifier: str = Field(description="The verified identifier: a host name, a NEAR account, or the local id.")
-    verified_at: int | None = Field(description="The sign-in that proved it (null for local actors).")
+    identifier: str = Field(
+        description="The verified identifier: a host name, a NEAR account, a customer id, or the local id."
+    )
+    verified_at: int | None = Field(
+        description="The sign-in that proved it; for a customer, the last session its shop asked for (null for local "
+        "actors)."
+    )
     key_id: str | None = Field(description="The key it proved it with: a JWK kid or a NEAR public key.")
+    vouched_by: str | None = Field(
+        None, description="Customers only: the shop that signed the customer in (`<customer>@<shop>`)."
+    )
 
 
 class Profile(BaseModel):
@@ -50,6 +67,7 @@ class Profile(BaseModel):
     display_name: str | None
     avatar_url: str | None
     description: str | None
+    accent_color: str | None = Field(description="The brand colour, #rrggbb, or null.")
     updated_at: int
     verified: bool = Field(description="True for domain and NEAR actors that proved who they are.")
     verification: Verification

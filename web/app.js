@@ -10,6 +10,7 @@ import { ApiError, REACHABLE, createApi, listAll } from "./lib/api.js";
 import { Identity } from "./lib/identity.js";
 import { Inbox } from "./lib/inbox.js";
 import { People } from "./lib/people.js";
+import { Presence, presenceElements } from "./lib/presence.js";
 import { showError } from "./lib/plain-words.js";
 import * as session from "./lib/session.js";
 import { SidePanel } from "./lib/side-panel.js";
@@ -84,6 +85,11 @@ class Session {
         onPosted: (message) => this.list.touch(message.thread_id, message),
       },
     );
+    // the agent's presence in the conversation's head, and "… is typing" under its messages
+    this.presence = new Presence(presenceElements($(".thread-names"), $("#composer")), {
+      api,
+      name: (actor) => this.people.name(actor),
+    });
     this.people.onChange((actors) => {
       this.list.render();
       this.showWhoami();
@@ -96,6 +102,7 @@ class Session {
       // first sign-in: from the inbox's position now (the thread list is read separately), not from 0
       cursor: session.storedCursor(key) ?? identity.inboxCursor,
       onEvent: (event) => this.onEvent(event),
+      onActivity: (frame) => this.presence.handleEvent(frame), // outside the log: no cursor
       onStatus: (status) => this.onStatus(status),
     });
   }
@@ -151,6 +158,7 @@ class Session {
   stop() {
     this.inbox.stop();
     this.view.close();
+    this.presence.stop();
   }
 
   showWhoami() {
@@ -169,16 +177,19 @@ class Session {
     const focused = document.activeElement;
     try {
       await this.view.open(id);
+      this.presence.open(this.view.thread, this.view.me);
       // to the heading, unless the user went somewhere meanwhile (typing into the composer on a slow network)
       if (focus && document.activeElement === focused) focusHeading(elements.title);
     } catch (error) {
       this.view.close();
+      this.presence.close();
       this.list.setOpen(null);
       showError(elements.notice, error);
     }
   }
 
   threadClosed(id, why) {
+    this.presence.close();
     session.writeFragment(null);
     this.list.setOpen(null);
     elements.notice.hidden = false;
@@ -235,6 +246,9 @@ class Session {
         break;
     }
     this.view.handleEvent(event);
+    // the agent's message ends its typing line; a change of actors may change who the agent is
+    if (this.view.thread && id === this.view.id) this.presence.open(this.view.thread, this.view.me);
+    this.presence.handleEvent(event);
   }
 
   /** Fetch a thread again (a new one I was added to, or one whose actors changed). */

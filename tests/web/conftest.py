@@ -34,6 +34,10 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+# a test taking `size` (and the `sized` page) runs at both widths the issues name: desktop and a touch phone
+SIZES = pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 # an API key (`aitp_` and its secret), or the test admin key; one-time codes (`aitpt_`, `aitps_`) are not keys
 KEY = re.compile(r"aitp_[A-Za-z0-9_-]{20,}|" + re.escape(ADMIN_KEY))
@@ -164,6 +168,15 @@ def file_host() -> Iterator[FileHost]:
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     with watched_page(browser, viewport={"width": 1280, "height": 800}) as page:
+        yield page
+
+
+@pytest.fixture
+def sized(request: pytest.FixtureRequest, browser: Browser) -> Iterator[Page]:
+    """A watched page at the test's `size` (a phone's with touch)."""
+    size = request.getfixturevalue("size")
+    touch = {"has_touch": True, "is_mobile": True} if size == PHONE else {}
+    with watched_page(browser, viewport=size, **touch) as page:
         yield page
 
 

@@ -18,15 +18,12 @@ import httpx
 import pytest
 from playwright.sync_api import Page, Route, expect
 
-from tests.web.conftest import WebServer
+from tests.web.conftest import SIZES, WebServer
 
 CAPABILITIES = Path(__file__).resolve().parents[2] / "capabilities"
 DECISIONS = "https://aitp.dev/capabilities/aitp-02-decisions/v1.0.0/schema.json"
 PAYMENTS = "https://aitp.dev/capabilities/aitp-01-payments/v1.0.0/schema.json"
 EVERY = [DECISIONS, PAYMENTS]
-DESKTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 390, "height": 844}
-SIZES = pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
 # a 2x2 PNG: the shop's logo
 LOGO = (
     "data:image/png;base64,"

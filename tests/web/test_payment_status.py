@@ -22,29 +22,20 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Locator, Page, expect
 
-from tests.web.conftest import WebServer, watched_page
-from tests.web.test_customer import DECISIONS, DESKTOP, PAYMENTS, PHONE, Shop, example
+from tests.web.conftest import SIZES, WebServer
+from tests.web.test_customer import DECISIONS, PAYMENTS, Shop, example
 
 SHOP_AGENT = Path(__file__).resolve().parents[2] / "examples" / "shop_agent.py"
 WAIT = 30  # seconds any single wait may take
 _names = itertools.count(1)
-SIZES = pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
 WAITING = "Payment sent, waiting for Headphone Shop to confirm."
 
 
 @pytest.fixture
 def shop(web_server: WebServer) -> Shop:
     return Shop(web_server)
-
-
-@pytest.fixture
-def sized(request: pytest.FixtureRequest, browser: Browser) -> Iterator[Page]:
-    size = request.getfixturevalue("size")
-    touch = {"has_touch": True, "is_mobile": True} if size == PHONE else {}
-    with watched_page(browser, viewport=size, **touch) as page:
-        yield page
 
 
 def quote_from(shop: Shop, quote_id: str) -> dict[str, Any]:

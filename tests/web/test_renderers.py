@@ -619,7 +619,10 @@ def test_paying_a_legacy_quote_posts_a_payment_authorization(page: Page, convers
     result = example("aitp-legacy-payments", "payment_result")
     conversation.agent_posts(result)
     expect(page.locator('[data-renderer="payment_result"]')).to_contain_text("Your red socks are on their way!")
-    expect(page.locator('[data-renderer="payment_authorization"]')).to_contain_text("USDC")
+    # the payment as the customer reads it: the amount in the quote's currency, no token or network
+    authorization_card = page.locator('[data-renderer="payment_authorization"]')
+    expect(authorization_card).to_contain_text("$2.50")
+    expect(authorization_card).not_to_contain_text("USDC")
     expect(card).to_contain_text("Paid.")
 
 

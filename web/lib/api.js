@@ -18,35 +18,57 @@ export class ApiError extends Error {
   }
 }
 
-/** `api(method, path, body?)`: call `/v1<path>` with `key` (none: a call that needs no key); resolves to the
- * JSON body. */
-export function createApi(key) {
+/**
+ * `api(method, path, body?)`: call `/v1<path>` with `key` (none: a call that needs no key); resolves to the
+ * JSON body.
+ *
+ * `key` may also be a function giving the key of the moment, and `renew` a function that gets a new one (the
+ * embedded chat's short-lived customer session): a call answered 401 then waits for `renew()` and is made once
+ * more with the new key. A 401 comes before anything is done, so the second try cannot do a thing twice.
+ */
+export function createApi(key, { renew = null } = {}) {
+  const keyNow = typeof key === "function" ? key : () => key;
   return async function api(method, path, body) {
-    const headers = key ? { Authorization: `Bearer ${key}` } : {};
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    let response;
     try {
-      response = await fetch(`/v1${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    } catch (cause) {
-      // fetch only rejects when no answer came back at all
-      throw new ApiError(0, { error: { message: "The server cannot be reached; check your connection.", code: "network_error" } });
+      return await call(keyNow(), method, path, body);
+    } catch (error) {
+      if (!renew || error.status !== 401) throw error;
+      try {
+        await renew();
+      } catch {
+        throw error; // no new key came: the refusal stands
+      }
+      return call(keyNow(), method, path, body);
     }
-    const text = await response.text();
-    let json = null;
-    try {
-      json = text ? JSON.parse(text) : null;
-    } catch {
-      json = null;
-    }
-    // an answer came back: whatever said the server cannot be reached is out of date
-    window.dispatchEvent(new Event(REACHABLE));
-    if (!response.ok) throw new ApiError(response.status, json);
-    return json;
   };
+}
+
+/** One HTTP call with `key`: the JSON body, or an `ApiError`. */
+async function call(key, method, path, body) {
+  const headers = key ? { Authorization: `Bearer ${key}` } : {};
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(`/v1${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (cause) {
+    // fetch only rejects when no answer came back at all
+    throw new ApiError(0, { error: { message: "The server cannot be reached; check your connection.", code: "network_error" } });
+  }
+  const text = await response.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  // an answer came back: whatever said the server cannot be reached is out of date
+  window.dispatchEvent(new Event(REACHABLE));
+  if (!response.ok) throw new ApiError(response.status, json);
+  return json;
 }
 
 /** Every item of a cursor-paged OpenAI list (`limit`, `after`, `has_more`, `last_id`). */

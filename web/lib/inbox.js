@@ -22,12 +22,15 @@ export class Inbox {
    * @param {Function} options.api the API with the actor's key (for tickets)
    * @param {number} options.cursor resume after this cursor (0: from the start)
    * @param {(event: object) => void} options.onEvent each new event, in log order
+   * @param {(frame: object) => void} [options.onActivity] frames outside the log (`thread.activity`: an agent
+   *   working on an answer; no cursor, never replayed); given, the socket asks for them (`activity=true`)
    * @param {(status: {state: string, detail: string}) => void} options.onStatus connection changes
    */
-  constructor({ api, cursor, onEvent, onStatus }) {
+  constructor({ api, cursor, onEvent, onActivity = null, onStatus }) {
     this.api = api;
     this.cursor = cursor;
     this.onEvent = onEvent;
+    this.onActivity = onActivity;
     this.onStatus = onStatus;
     this.socket = null;
     this.attempt = 0;
@@ -70,6 +73,7 @@ export class Inbox {
     if (this.stopped) return;
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const query = new URLSearchParams({ after: String(this.cursor), ticket });
+    if (this.onActivity) query.set("activity", "true");
     const socket = new WebSocket(`${scheme}://${location.host}/v1/actors/me/events/ws?${query}`);
     this.socket = socket;
     socket.addEventListener("open", () => {
@@ -80,6 +84,10 @@ export class Inbox {
     socket.addEventListener("message", (message) => {
       if (socket !== this.socket) return;
       const event = JSON.parse(message.data);
+      if (event.type === "thread.activity") {
+        this.onActivity?.(event);
+        return;
+      }
       if (typeof event.cursor !== "number" || event.cursor <= this.cursor) return;
       this.cursor = event.cursor;
       this.onEvent(event);

@@ -70,15 +70,41 @@ function sanitisedFragment(text) {
   return fragment;
 }
 
+const HEADINGS = "h1, h2, h3, h4, h5, h6";
+const levelOf = (heading) => Number(heading.tagName[1]);
+
+/**
+ * A message's own headings sit under the conversation's title (h2), as a card's title does (h3): its outline
+ * starts at h3 and skips no level ("# A" then "### B" become h3 then h4), so the page's heading order stays
+ * whole for screen readers whatever levels the author typed.
+ */
+function nestHeadings(fragment) {
+  const headings = [...fragment.querySelectorAll(HEADINGS)];
+  if (!headings.length) return;
+  const top = Math.min(...headings.map(levelOf));
+  let previous = 2;
+  for (const heading of headings) {
+    const level = Math.max(3, Math.min(6, levelOf(heading) - top + 3, previous + 1));
+    previous = level;
+    if (level === levelOf(heading)) continue;
+    const nested = document.createElement(`h${level}`);
+    for (const { name, value } of heading.attributes) nested.setAttribute(name, value);
+    nested.append(...heading.childNodes);
+    heading.replaceWith(nested);
+  }
+}
+
 /** A <div class="text markdown"> with `text` rendered as sanitised Markdown. */
 export function renderMarkdown(text) {
   const element = document.createElement("div");
   element.className = "text markdown";
-  element.append(sanitisedFragment(text));
+  const fragment = sanitisedFragment(text);
+  nestHeadings(fragment);
+  element.append(fragment);
   return element;
 }
 
-const BLOCKS = "p, li, blockquote, pre, h1, h2, h3, h4, h5, h6, tr, th, td, hr";
+const BLOCKS = `p, li, blockquote, pre, ${HEADINGS}, tr, th, td, hr`;
 
 /** What a reader sees of Markdown `text`, on one line: "**Great** [deal](…)" → "Great deal". */
 export function plainText(text) {

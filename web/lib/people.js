@@ -7,6 +7,11 @@
  * server has checked is the profile's `verification` (a domain that publishes the account's keys, or a
  * NEAR account that signed in with its key). So every name the UI shows goes with that identifier
  * (`badge`, `label`): "Sunny Socks · sunnysocks.example ✓", or an "unverified" tag.
+ *
+ * The chat a shop embeds in its own website (`brandOnly: {shop}`) shows the shop's brand alone: the shop and its
+ * agents (`<shop>/…`) by name, with no identifier and no mark, and taken as verified (the customer is on the
+ * shop's own website, and the session was made with the shop's key); the customer is "You". Anyone else is named
+ * and marked as everywhere.
  */
 
 import { h } from "./dom.js";
@@ -21,8 +26,13 @@ export function shortIdentifier(identifier) {
 }
 
 export class People {
-  constructor(api) {
+  /**
+   * @param {Function} api
+   * @param {{brandOnly?: {shop: string, me: string} | null}} options
+   */
+  constructor(api, { brandOnly = null } = {}) {
     this.api = api;
+    this.brandOnly = brandOnly;
     this.profiles = new Map(); // actor id -> profile
     this.loaded = new Map(); // thread id -> promise
     this.lookups = new Map(); // actor id -> promise, for actors named outside a thread's actors (a quote's payee)
@@ -91,7 +101,19 @@ export class People {
 
   /** The name people see: the display name, else the actor id (a NEAR implicit account's shortened). */
   name(actor) {
-    return this.profiles.get(actor)?.display_name || shortIdentifier(actor);
+    const named = this.profiles.get(actor)?.display_name;
+    if (named) return named;
+    if (this.brandOnly && actor === this.brandOnly.me) return "You";
+    // an agent of the shop without a name of its own speaks as the shop (which has its id only if unnamed)
+    if (this.#brand(actor) && actor !== this.brandOnly.shop) return this.name(this.brandOnly.shop);
+    return shortIdentifier(actor);
+  }
+
+  /** Whether `actor` is the embedding shop, one of its agents, or the customer, in the shop's embedded chat. */
+  #brand(actor) {
+    if (!this.brandOnly || typeof actor !== "string") return false;
+    const { shop, me } = this.brandOnly;
+    return actor === shop || actor === me || actor.startsWith(`${shop}/`);
   }
 
   /** The name as the account gives it (display name, else its whole id): what an identifier is compared to. */
@@ -115,7 +137,7 @@ export class People {
   }
 
   verified(actor) {
-    return this.identity(actor).verified;
+    return this.#brand(actor) || this.identity(actor).verified;
   }
 
   /**
@@ -124,6 +146,7 @@ export class People {
    * reader hears it.
    */
   badge(actor) {
+    if (this.#brand(actor)) return document.createDocumentFragment(); // nothing, wherever it is put
     const { verified, kind, identifier } = this.identity(actor);
     if (!verified) {
       return h(
@@ -150,6 +173,7 @@ export class People {
    */
   label(actor, { me = null } = {}) {
     if (actor === me) return h("span", { class: "person-label", dataset: { actor } }, "you");
+    if (this.#brand(actor)) return h("span", { class: "person-label", dataset: { actor } }, this.name(actor));
     return h(
       "span",
       { class: "person-label", dataset: { actor } },
@@ -163,6 +187,7 @@ export class People {
   spoken(actor) {
     const { verified, identifier } = this.identity(actor);
     const name = this.name(actor);
+    if (this.#brand(actor)) return name;
     if (!verified) return `${name}, not verified`;
     return sameText(identifier, this.#ownName(actor)) ? `${name}, verified` : `${name}, verified as ${identifier}`;
   }
@@ -174,7 +199,7 @@ export class People {
   payee(actor) {
     const { verified, kind, identifier } = this.identity(actor);
     const name = this.name(actor);
-    if (!verified) return h("span", { class: "payee-name" }, name);
+    if (!verified || this.#brand(actor)) return h("span", { class: "payee-name" }, name);
     const shown = sameText(identifier, this.#ownName(actor)) ? null : shortIdentifier(identifier);
     return h(
       "span",

@@ -83,16 +83,6 @@ export function showError(region, error) {
   requestAnimationFrame(() => region.isConnected && region.scrollIntoView({ block: "nearest" }));
 }
 
-const METHOD_NAMES = { near_payment_channel: "NEAR payment channel", near_intents: "NEAR Intents" };
-const TOKEN_NAMES = { "usdc.near": "USDC", "usdt.near": "USDT", near: "NEAR" };
-
-/** "USDC on the NEAR payment channel" for a payment method {type, token}. */
-export function paymentMethodName(method) {
-  const way = METHOD_NAMES[method.type] ?? String(method.type ?? "payment").replaceAll("_", " ");
-  const token = method.token ? TOKEN_NAMES[method.token] ?? method.token : null;
-  return token ? `${token} via ${way}` : way;
-}
-
 const ASKS = {
   request_decision: "Asks you to choose",
   decision: "Made a choice",

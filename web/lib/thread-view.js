@@ -1,6 +1,9 @@
 /**
  * The open thread: its messages (oldest first, live), the composer, and the `ctx` handed to the
  * capability renderers (see web_contract: me, thread, capabilities, messages, onMessage, post, api).
+ *
+ * The chat a shop embeds (web/embed-app.js) draws its own header and has no side panel: it leaves out the
+ * header elements and `sidePanel`, and sets `brandOnly` (no actor id in a message's tooltip either).
  */
 
 import { listAll } from "./api.js";
@@ -14,17 +17,19 @@ const ACTOR_EVENTS = new Set(["thread.actor.joined", "thread.actor.updated", "th
 
 export class ThreadView {
   /**
-   * @param {object} elements {main, title, subtitle, identities, avatars, log, scroller, composer, newMessages}
-   * @param {{api: Function, identity: object, people: object, sidePanel: object,
-   *          onClosed: (id: string, why: string) => void}} options
+   * @param {object} elements {main, title, subtitle, identities, avatars, log, scroller, composer, newMessages};
+   *   without `title` the view draws no header
+   * @param {{api: Function, identity: object, people: object, sidePanel?: object,
+   *          onClosed: (id: string, why: string) => void, brandOnly?: boolean}} options
    */
-  constructor(elements, { api, identity, people, sidePanel, onClosed, onPosted }) {
+  constructor(elements, { api, identity, people, sidePanel = null, onClosed, onPosted, brandOnly = false }) {
     this.elements = elements;
     this.people = people;
     this.divider = null; // the "New messages" line, while there are messages below it the user has not seen
     this.api = api;
     this.identity = identity;
     this.sidePanel = sidePanel;
+    this.brandOnly = brandOnly;
     this.onClosed = onClosed;
     this.onPosted = onPosted;
     this.id = null;
@@ -116,7 +121,7 @@ export class ThreadView {
         break;
       case "thread.capabilities.updated":
         this.capabilities = event.data;
-        this.sidePanel.showCapabilities(this.capabilities);
+        this.sidePanel?.showCapabilities(this.capabilities);
         break;
       case "thread.deleted":
         this.#closeBecause("This thread was deleted.");
@@ -179,7 +184,7 @@ export class ThreadView {
     if (!this.#remember(message)) return; // already shown: the POST answer and its event both arrive
     const atEnd = this.#nearEnd();
     const mine = message.metadata?.actor === this.me;
-    const article = messageView(message, this.ctx);
+    const article = this.#view(message);
     if (!mine && (!atEnd || this.catchingUp) && !this.divider) {
       // arrived while the user reads further up, or while the connection was down: mark where the unseen start
       this.divider = h("p", { class: "new-divider", role: "separator" }, "New messages");
@@ -202,7 +207,7 @@ export class ThreadView {
     if (!this.byId.has(message.id)) return this.#append(message);
     this.byId.set(message.id, message);
     this.messages = this.messages.map((item) => (item.id === message.id ? message : item));
-    this.#articleOf(message.id)?.replaceWith(messageView(message, this.ctx));
+    this.#articleOf(message.id)?.replaceWith(this.#view(message));
   }
 
   #delete(id) {
@@ -253,6 +258,13 @@ export class ThreadView {
     if (atEnd) this.#scrollToEnd();
   }
 
+  /** The <article> of `message`; in the shop's embedded chat, without its author's id as a tooltip. */
+  #view(message) {
+    const article = messageView(message, this.ctx);
+    if (this.brandOnly) for (const author of article.querySelectorAll(".message-author[title]")) author.removeAttribute("title");
+    return article;
+  }
+
   #articleOf(id) {
     return this.elements.log.querySelector(`article[data-message-id="${CSS.escape(id)}"]`);
   }
@@ -262,13 +274,14 @@ export class ThreadView {
     replaceChildren(
       this.elements.log,
       this.messages.length
-        ? this.messages.map((message) => messageView(message, this.ctx))
+        ? this.messages.map((message) => this.#view(message))
         : h("p", { class: "hint" }, "No messages yet. Say hello."),
     );
     this.#showPause(null);
   }
 
   #renderHeader() {
+    if (!this.elements.title) return; // the embedded chat draws the shop's header itself
     const others = this.thread.actors.map((actor) => actor.id).filter((id) => id !== this.me);
     this.elements.title.textContent = threadTitle(this.thread, this.me, this.people);
     this.elements.subtitle.textContent = others.length
@@ -324,12 +337,13 @@ export class ThreadView {
     if (!this.thread || !this.ctx) return;
     const atEnd = this.#nearEnd();
     this.#renderHeader();
-    this.sidePanel.showActors(this.thread.actors, this.me, this.thread.id);
+    this.sidePanel?.showActors(this.thread.actors, this.me, this.thread.id);
     this.#renderAll();
     if (atEnd) this.#scrollToEnd();
   }
 
   #renderSide() {
+    if (!this.sidePanel) return;
     this.sidePanel.showActors(this.thread.actors, this.me, this.thread.id);
     this.sidePanel.showCapabilities(this.capabilities);
     this.sidePanel.showAddActorForm();
@@ -342,7 +356,7 @@ export class ThreadView {
         return;
       }
       this.thread = { ...this.thread, actors: this.thread.actors.filter((actor) => actor.id !== event.data.id) };
-      this.sidePanel.showActors(this.thread.actors, this.me, this.thread.id);
+      this.sidePanel?.showActors(this.thread.actors, this.me, this.thread.id);
       this.#renderHeader();
     } else {
       this.#upsertActor(event.data);
@@ -365,7 +379,7 @@ export class ThreadView {
       ? this.thread.actors.map((item) => (item.id === actor.id ? actor : item))
       : [...this.thread.actors, actor];
     this.thread = { ...this.thread, actors };
-    this.sidePanel.showActors(actors, this.me, this.thread.id);
+    this.sidePanel?.showActors(actors, this.me, this.thread.id);
     this.#renderHeader();
   }
 
@@ -375,7 +389,7 @@ export class ThreadView {
       const capabilities = await this.api("GET", `/threads/${id}/capabilities`);
       if (this.id !== id) return;
       this.capabilities = capabilities;
-      this.sidePanel.showCapabilities(capabilities);
+      this.sidePanel?.showCapabilities(capabilities);
     } catch (error) {
       // the next actor or capability event refreshes it again
       console.warn("Could not refresh the capability table", error);
@@ -419,10 +433,10 @@ export class ThreadView {
       }
     });
     const actAs = composer.querySelector("select[name=act-as]");
-    actAs.addEventListener("change", () => {
+    actAs?.addEventListener("change", () => {
       this.me = actAs.value;
       this.#renderAll();
-      this.sidePanel.showActors(this.thread.actors, this.me, this.thread.id);
+      this.sidePanel?.showActors(this.thread.actors, this.me, this.thread.id);
       this.#renderHeader();
     });
   }
@@ -435,6 +449,7 @@ export class ThreadView {
 
   #renderActAs() {
     const wrapper = this.elements.composer.querySelector(".act-as");
+    if (!wrapper) return; // (the embedded chat: never an admin)
     const select = wrapper.querySelector("select");
     wrapper.hidden = !this.identity.admin;
     if (!this.identity.admin) return;

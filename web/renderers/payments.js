@@ -1,5 +1,6 @@
 // Read-only payment messages: AITP-01 `payment` and `payment_confirmation`, and the hub-era
-// `payment_authorization` and `payment_result`. Each names the quote it pays when the thread has it.
+// `payment_authorization` and `payment_result`. Each names the quote it pays when the thread has it. A customer
+// reads amounts in the quote's money and plain words on every card: no token, network, account or transaction.
 import { h } from "../lib/dom.js";
 import { safeLinkUrl } from "../lib/urls.js";
 import { formatDate, formatMoney } from "../lib/format.js";
@@ -81,29 +82,47 @@ export function renderPayment(payload, part, message, ctx) {
   );
 }
 
+/**
+ * The hub-era payment (`payment_authorization`): what was paid, by whom and when, in the quote's own money. Not
+ * the token, network, account or transaction it names (they stay in the message, for developers): the customer
+ * reads no crypto words. It is the payer's claim, so it says "sent", never "paid" (the payee's result says that).
+ */
 export function renderPaymentAuthorization(payload, part, message, ctx) {
   const authorization = payload.payment_authorization;
-  const details = Array.isArray(authorization.details) ? authorization.details : [];
+  const failed = authorization.result === "failure";
+  const amount = legacyAmount(ctx, authorization);
   return h(
     "section",
     {
       class: "aitp-card aitp-payment",
       "data-renderer": "payment_authorization",
       "data-quote-id": authorization.quote_id,
+      "data-result": authorization.result,
     },
-    h("p", { class: "aitp-eyebrow" }, "Payment authorization ", resultBadge(authorization.result)),
+    h("p", { class: "aitp-eyebrow" }, failed ? "Payment not made" : "Payment sent"),
     h("h3", { class: "aitp-title" }, `Payment for “${quoteTitle(ctx, authorization.quote_id)}”`),
+    amount ? h("p", { class: "aitp-amount" }, amount) : null,
     authorization.message ? h("p", { class: "aitp-description" }, authorization.message) : null,
-    details.map((detail) =>
-      facts([
-        ["Amount", formatMoney(detail.amount, detail.token_type)],
-        ["Account", detail.account_id],
-        ["Network", detail.network],
-        ["Transaction", detail.transaction_id],
-      ]),
-    ),
-    authorization.timestamp ? facts([["Time", formatDate(authorization.timestamp)]]) : null,
+    facts([
+      ["Payer", labelOf(ctx, actorOf(message))],
+      ["Time", authorization.timestamp ? formatDate(authorization.timestamp) : null],
+    ]),
   );
+}
+
+/**
+ * How much a hub-era payment paid, in the money of the quote it pays: the plan of that amount (else the first),
+ * e.g. "$2.50". Without the quote, the number alone: its `token_type` is no currency a customer reads.
+ */
+function legacyAmount(ctx, authorization) {
+  const details = Array.isArray(authorization.details) ? authorization.details : [];
+  const amounts = details.map((detail) => Number(detail.amount)).filter(Number.isFinite);
+  const amount = amounts.length ? amounts.reduce((sum, value) => sum + value, 0) : null;
+  const quote = findPart(ctx.messages(), "quote", "quote_id", authorization.quote_id)?.body;
+  const plans = Array.isArray(quote?.payment_plans) ? quote.payment_plans : [];
+  const plan = plans.find((each) => Number(each.amount) === amount) ?? plans[0];
+  if (amount === null) return plan ? formatMoney(plan.amount, plan.currency) : "";
+  return plan ? formatMoney(amount, plan.currency) : String(amount);
 }
 
 /** `payment_confirmation` (AITP-01) and `payment_result` (hub-era) look alike: result, message, details. */

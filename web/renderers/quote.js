@@ -3,7 +3,8 @@
 // `payment` or a legacy `payment_authorization`. There is no wallet: nothing is signed or moved, so a
 // payment is only a claim until the payee answers it. The card follows the quote's payment lifecycle
 // (paymentState): "Payment sent, waiting for <payee> to confirm" until the payee's payment result, "Paid"
-// only after a success, Pay enabled again after a failure. Pay asks for a confirmation first. The customer
+// only after a success, Pay enabled again after a failure. Pay asks for a confirmation first; a review still
+// open when the quote is paid from elsewhere (the customer's other tab or device) closes. The customer
 // reads amounts and plain words: no token, network or method names (they stay in the message, for developers);
 // an option this app cannot pay with (lib/wallet.js) is shown disabled with the reason.
 // Who is paid is named as the server verified it; a quote from an unverified actor (or sent by one in
@@ -232,6 +233,16 @@ export function renderQuote(payload, part, message, ctx) {
     h("div", { class: "aitp-actions" }, cancel, confirm),
   );
   controls.append(...[list, cardWarning, pay, review].filter(Boolean));
+  const closeReview = () => {
+    if (review.hidden) return;
+    const focused = review.contains(document.activeElement);
+    review.hidden = true;
+    if (focused) {
+      // not to <body>: to the card, whose status says why the review went
+      root.tabIndex = -1;
+      root.focus();
+    }
+  };
   const answerType = legacy ? "payment_authorization" : "payment";
   const expired = Boolean(expiry && isPast(expiry));
   const lifecycle = requestLifecycle(ctx, message, {
@@ -246,6 +257,9 @@ export function renderQuote(payload, part, message, ctx) {
       root.dataset.paymentState = now.state;
       const shown = standing({ ...now, payer: now.payer && whoIs(ctx, now.payer) }, whoIs(ctx, paid), expired);
       if (shown.open) pay.disabled = false; // a retry: the last Pay click left it disabled
+      // paid meanwhile, e.g. by this customer in another tab (its payment arrives live): the review of a
+      // payment that can no longer be made closes, and the card says where the payment stands
+      else closeReview();
       // nothing this app can pay with: no Pay as if it could (each option says why)
       return { ...shown, open: shown.open && Boolean(first) };
     },

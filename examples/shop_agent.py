@@ -31,6 +31,7 @@ from aitp.client import (
     Agent,
     AitpClient,
     Arrival,
+    Conflict,
     Decision,
     DecisionOption,
     Incoming,
@@ -142,12 +143,22 @@ def shop(
     return agent
 
 
+async def name_the_shop(client: AitpClient, name: str) -> None:
+    """What customers see ("waiting for Sunny Socks to confirm"), not the shop's actor id. A name that reads as a
+    verified actor's is refused (409 display_name_taken): the shop then goes on under its id."""
+    try:
+        await client.set_profile(display_name=name, description="Warm socks since 1999", accent_color="#b45309")
+    except Conflict as error:
+        log.warning("the shop keeps its id as its name: %s", error)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="A sock shop agent: offers socks, quotes and confirms payments.")
     p.add_argument("--url", default=os.environ.get("AITP_URL", "http://127.0.0.1:8000"), help="env AITP_URL")
     p.add_argument("--key", default=os.environ.get("AITP_KEY"), help="the shop actor's API key (env AITP_KEY)")
     p.add_argument("--cursor-file", help="where to keep the inbox cursor, to resume after a restart")
     p.add_argument("--after", type=int, help="start after this inbox cursor (default: only new events)")
+    p.add_argument("--name", default="Sunny Socks", help="the shop's display name, as customers see it")
     p.add_argument("--hold-payments", action="store_true", help="never confirm a payment (to see an unconfirmed one)")
     args = p.parse_args(argv)
     if not args.key:
@@ -158,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     async def serve() -> None:
         async with AitpClient(args.url, args.key) as client:
             await client.set_contact_policy("anyone")  # a shop serves the public: anyone may open a thread with it
+            await name_the_shop(client, args.name)
             await shop(client, cursor_file=args.cursor_file, confirm_payments=not args.hold_payments).run(args.after)
 
     with contextlib.suppress(KeyboardInterrupt):

@@ -76,3 +76,22 @@ async def test_a_signed_in_visitors_threads_move_with_upgrade_from(transport: ht
         session = await shop.create_customer_session("4821", upgrade_from=visitor["key"])
     async with AitpClient(BASE, session.key, transport=transport) as customer:
         assert [t.id for t in (await customer.list_threads()).data] == [thread.id]
+
+
+async def test_a_shop_sets_the_brand_its_customers_see(transport: httpx.ASGITransport) -> None:
+    async with AitpClient(BASE, ADMIN_KEY, transport=transport) as admin:
+        shop_key = (await admin.create_key("shop-5.near")).key
+        async with AitpClient(BASE, shop_key, transport=transport) as shop:
+            profile = await shop.set_profile(display_name="Sunny Socks", accent_color="#B45309")
+            assert (profile.display_name, profile.accent_color, profile.description) == ("Sunny Socks", "#B45309", None)
+            assert (await shop.get_profile()).accent_color == "#B45309"
+            # the whole profile is replaced: a field left out is cleared
+            assert (await shop.set_profile(display_name="Sunny Socks")).accent_color is None
+            with pytest.raises(BadRequest) as bad:
+                await shop.set_profile(accent_color="orange")
+            assert bad.value.param == "accent_color"
+            session = await shop.create_customer_session("4821")
+            async with AitpClient(BASE, session.key, transport=transport) as customer:
+                with pytest.raises(PermissionDenied) as refused:
+                    await customer.set_profile(display_name="Sunny Socks")
+                assert refused.value.code == "customer_profile_read_only"

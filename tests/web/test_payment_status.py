@@ -200,6 +200,6 @@ def test_the_example_shop_is_paid_only_once_it_confirms(
                 time.sleep(0.1)
             assert any("holding payment" in line for line in shop_log), "\n".join(shop_log)
             expect(card).to_have_attribute("data-payment-state", "authorized")
-            expect(card.get_by_role("status")).to_have_text(f"Payment sent, waiting for {shop} to confirm.")
+            expect(card.get_by_role("status")).to_have_text("Payment sent, waiting for Sunny Socks to confirm.")
             expect(card).not_to_contain_text("Paid")
             expect(sized.locator("#conversation")).not_to_contain_text("on their way")

@@ -31,6 +31,7 @@ from aitp.bindings.openai_threads.models import (
 from aitp.bindings.openai_threads.models.customer_sessions import CustomerSession
 from aitp.bindings.openai_threads.models.identities import ActorIdentity, ContactPolicy
 from aitp.bindings.openai_threads.models.presence import Activity, ActorPresence
+from aitp.bindings.openai_threads.models.profiles import Profile
 from aitp.client._content import ActorSpec, MessageContent, actor_body, content_body, declarations
 from aitp.client._http import HttpSession, segment
 from aitp.client._sign_in import PrivateKey
@@ -453,6 +454,29 @@ class AitpClient:
     async def idle(self, thread_id: str) -> Activity:
         """`set_activity(thread_id, "idle")`: no longer working on an answer there."""
         return await self.set_activity(thread_id, "idle")
+
+    async def get_profile(self) -> Profile:
+        """The caller's own profile (name, avatar, description, brand colour) with how it is verified."""
+        return await self._http.call(Profile, "GET", "/actors/me/profile")
+
+    async def set_profile(
+        self,
+        *,
+        display_name: str | None = None,
+        avatar_url: str | None = None,
+        description: str | None = None,
+        accent_color: str | None = None,
+    ) -> Profile:
+        """Replace the caller's profile: what the people it meets see (a field left out is cleared). A business
+        shows its customers `display_name`, `avatar_url` (its logo: an https URL or a small data: image) and
+        `accent_color` (`#rrggbb`)."""
+        body = {
+            "display_name": display_name,
+            "avatar_url": avatar_url,
+            "description": description,
+            "accent_color": accent_color,
+        }
+        return await self._http.call(Profile, "PUT", "/actors/me/profile", json=body)
 
     async def get_contact_policy(self) -> ContactPolicy:
         """Who may bring the caller's actor into a thread."""

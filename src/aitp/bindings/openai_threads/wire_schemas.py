@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from aitp.bindings.openai_threads import models
-from aitp.bindings.openai_threads.models import codes, identities, profiles
+from aitp.bindings.openai_threads.models import codes, customer_sessions, identities, presence, profiles, search
 
 BASE_URL = "https://aitp.dev/service/schemas/"
 
@@ -46,6 +46,11 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "contact-policy": (identities.ContactPolicy, "serialization"),
     "auth-challenge": (identities.Challenge, "serialization"),
     "auth-token": (identities.Token, "serialization"),
+    "customer-session": (customer_sessions.CustomerSession, "serialization"),
+    "customer-session-settings": (customer_sessions.CustomerSessionSettings, "serialization"),
+    "actor-presence": (presence.ActorPresence, "serialization"),
+    "activity": (presence.Activity, "serialization"),
+    "thread-search-results": (search.ThreadSearchResults, "serialization"),
     "create-thread-request": (models.CreateThreadRequest, "validation"),
     "modify-thread-request": (models.ModifyThreadRequest, "validation"),
     "create-message-request": (models.CreateMessageRequest, "validation"),
@@ -59,6 +64,10 @@ WIRE_OBJECTS: dict[str, tuple[Any, str]] = {
     "contact-policy-input": (identities.ContactPolicyInput, "validation"),
     "auth-challenge-request": (identities.ChallengeRequest, "validation"),
     "auth-token-request": (identities.TokenRequest, "validation"),
+    "create-customer-session-request": (customer_sessions.CreateCustomerSessionRequest, "validation"),
+    "create-anonymous-session-request": (customer_sessions.CreateAnonymousSessionRequest, "validation"),
+    "customer-session-settings-input": (customer_sessions.CustomerSessionSettingsInput, "validation"),
+    "activity-input": (presence.ActivityInput, "validation"),
 }
 
 

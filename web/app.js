@@ -169,7 +169,8 @@ class Session {
     elements.myAvatar.replaceChildren(this.people.avatar(me, "small"));
   }
 
-  async openThread(id, { focus = true } = {}) {
+  /** Open thread `id` (at `message`, when a search result names one). */
+  async openThread(id, { focus = true, message = null } = {}) {
     showError(elements.notice, null);
     session.writeFragment(id);
     this.list.setOpen(id);
@@ -178,6 +179,7 @@ class Session {
     try {
       await this.view.open(id);
       this.presence.open(this.view.thread, this.view.me);
+      if (message) this.view.showMessage(message);
       // to the heading, unless the user went somewhere meanwhile (typing into the composer on a slow network)
       if (focus && document.activeElement === focused) focusHeading(elements.title);
     } catch (error) {
@@ -343,7 +345,7 @@ async function signInShowingErrors(key, threadId) {
 
 /** `#code=…` signs in (then leaves the address bar); `#thread=…` opens a thread. */
 async function followFragment() {
-  const { code, thread, key } = session.readFragment();
+  const { code, thread, message, key } = session.readFragment();
   if (key) {
     // an old link with the key itself: not used, and taken out of the address bar and its history
     session.writeFragment(null);
@@ -362,8 +364,12 @@ async function followFragment() {
     }
     await signInShowingErrors(newKey, thread);
   } else if (thread && current) {
-    if (current.view.id !== thread) await current.openThread(thread);
-    else showScreen("conversation");
+    if (current.view.id !== thread) await current.openThread(thread, { message });
+    else {
+      session.writeFragment(thread);
+      showScreen("conversation");
+      if (message) current.view.showMessage(message);
+    }
   }
 }
 

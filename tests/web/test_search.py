@@ -5,6 +5,8 @@ choosing one opens it. At desktop (1280x800) and phone (390x844, touch) sizes.""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, Route, expect
 
@@ -32,6 +34,8 @@ def test_a_word_of_an_older_message_finds_its_conversation_and_opens_it(
     sized: Page, shop: Shop, web_server: WebServer, size: dict[str, int]
 ) -> None:
     socks = shop.thread(messages=["Your **merino** socks shipped today, with the receipt."])
+    for n in range(12):  # the match is far above the end of the conversation
+        shop.says(socks, f"Tracking update {n}: your parcel moved.\n\nIt is on its way.")
     shop.says(socks, "Anything else I can help with?")  # the list shows this one: it has no "merino"
     shop.thread(messages=["Cotton only, sorry"])
     stranger = Shop(web_server, name="Other Shop")  # another customer's conversation with the same word
@@ -61,8 +65,12 @@ def test_a_word_of_an_older_message_finds_its_conversation_and_opens_it(
 
     expect(sized.locator("#conversation")).to_have_attribute("data-state", "open")
     expect(sized.locator("#thread-title")).to_have_text("Headphone Shop")
-    assert f"thread={socks}" in sized.url
-    expect(sized.locator("article.message", has_text="merino socks shipped")).to_be_attached()
+    assert f"thread={socks}" in sized.url and "message=" not in sized.url
+    # it opens at the message found (not at the end), marked for a moment
+    matched = sized.locator(f'article.message[data-message-id="{first["id"]}"]')
+    expect(matched).to_be_in_viewport()
+    expect(matched).to_have_class(re.compile(r"\bfound\b"))
+    expect(sized.locator("article.message", has_text="Anything else")).not_to_be_in_viewport()
     if size == PHONE:
         expect(sized.locator("body")).to_have_attribute("data-screen", "conversation")
 

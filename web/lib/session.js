@@ -10,10 +10,11 @@
 const KEY = "aitp.key";
 const CURSOR = "aitp.cursor.";
 
-/** The fragment's `code`, `thread` and (from old links, never used) `key`; each may be null. */
+/** The fragment's `code`, `thread`, `message` (a search result: the message to show) and (from old links, never
+ * used) `key`; each may be null. */
 export function readFragment() {
   const params = new URLSearchParams(location.hash.replace(/^#/, ""));
-  return { code: params.get("code"), thread: params.get("thread"), key: params.get("key") };
+  return { code: params.get("code"), thread: params.get("thread"), message: params.get("message"), key: params.get("key") };
 }
 
 /** Show `#thread=<id>` (or nothing) in the address bar without adding a history entry per click. */

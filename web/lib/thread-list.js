@@ -188,7 +188,10 @@ export class ThreadList {
           h(
             "a",
             {
-              href: `#thread=${encodeURIComponent(thread.id)}`,
+              // a search result opens at the message it found
+              href: match
+                ? `#thread=${encodeURIComponent(thread.id)}&message=${encodeURIComponent(match.message.id)}`
+                : `#thread=${encodeURIComponent(thread.id)}`,
               class: unread ? "thread-link fresh" : "thread-link",
               "aria-current": thread.id === this.openId ? "page" : null,
             },

@@ -78,6 +78,18 @@ export class ThreadView {
     this.#showLatest();
   }
 
+  /** Bring message `id` of the open thread into view and mark it for a moment (a search result chosen); false
+   * when it is not there (deleted since). */
+  showMessage(id) {
+    const article = this.#articleOf(id);
+    if (!article) return false;
+    const { scroller } = this.elements;
+    scroller.scrollTop = article.offsetTop - scroller.offsetTop - Math.max(8, (scroller.clientHeight - article.offsetHeight) / 2);
+    for (const found of this.elements.log.querySelectorAll(":scope > article.found")) found.classList.remove("found");
+    article.classList.add("found"); // its animation runs once (styles.css): the class stays, harmless
+    return true;
+  }
+
   close() {
     this.id = null;
     this.#clearDivider();

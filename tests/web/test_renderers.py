@@ -551,7 +551,7 @@ def test_paying_an_aitp_01_quote_posts_a_payment_and_shows_the_confirmation(
     conversation.agent_posts(confirmation)
     shown = page.locator('[data-renderer="payment_confirmation"]')
     expect(shown).to_contain_text("Your premium subscription has been activated!")
-    expect(shown).to_contain_text("success")
+    expect(shown).to_contain_text("Payment received")
     expect(shown.get_by_role("link", name="ORD-12345")).to_have_attribute("href", "https://example.com/orders/12345")
     expect(card).to_contain_text("Paid. Your premium subscription has been activated!")
     expect(card).to_have_attribute("data-payment-state", "paid")
@@ -618,7 +618,9 @@ def test_paying_a_legacy_quote_posts_a_payment_authorization(page: Page, convers
 
     result = example("aitp-legacy-payments", "payment_result")
     conversation.agent_posts(result)
-    expect(page.locator('[data-renderer="payment_result"]')).to_contain_text("Your red socks are on their way!")
+    outcome = page.locator('[data-renderer="payment_result"]')
+    expect(outcome).to_contain_text("Your red socks are on their way!")
+    expect(outcome.locator(".aitp-eyebrow")).to_have_text("Payment received")  # words, not the protocol's "success"
     # the payment as the customer reads it: the amount in the quote's currency, no token or network
     authorization_card = page.locator('[data-renderer="payment_authorization"]')
     expect(authorization_card).to_contain_text("$2.50")

@@ -44,11 +44,15 @@ export function facts(rows) {
   );
 }
 
+const RESULT_WORDS = { success: "Payment received", failure: "Payment failed", pending: "Payment pending" };
+
+/** What the payee says of a payment, in words a customer reads (not the protocol's "success"). */
 function resultBadge(result) {
+  const known = Object.hasOwn(RESULT_WORDS, result);
   return h(
     "span",
-    { class: `aitp-badge aitp-result-${["success", "failure", "pending"].includes(result) ? result : "other"}` },
-    String(result ?? "unknown"),
+    { class: `aitp-badge aitp-result-${known ? result : "other"}` },
+    known ? RESULT_WORDS[result] : "Payment update",
   );
 }
 
@@ -137,12 +141,7 @@ export function renderPaymentOutcome(payload, part, message, ctx) {
       "data-quote-id": outcome.quote_id,
       "data-result": outcome.result,
     },
-    h(
-      "p",
-      { class: "aitp-eyebrow" },
-      type === "payment_confirmation" ? "Payment confirmation " : "Payment result ",
-      resultBadge(outcome.result),
-    ),
+    h("p", { class: "aitp-eyebrow" }, resultBadge(outcome.result)),
     h("h3", { class: "aitp-title" }, outcome.message || `Payment for “${quoteTitle(ctx, outcome.quote_id)}”`),
     outcome.message ? h("p", { class: "aitp-description" }, `For “${quoteTitle(ctx, outcome.quote_id)}”`) : null,
     facts([

@@ -13,10 +13,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from aitp.identity.actor_ids import CustomerActor, customer_of
 from aitp.recent import Recent
 
 ADMIN_ACTOR = "admin"  # the actor of the environment's admin key (AITP_ADMIN_KEY)
 CAPABILITIES_WRITE = "capabilities:write"  # the scope that may register capabilities
+# the scope of a key a shop asked for its customer (`services.customer_sessions`): what marks a customer is its
+# key, never its id's shape alone (a local actor named `ada@corp.example` by an admin stays local)
+CUSTOMER_SESSION = "customer_session"
 PRINCIPAL_TTL = 1.0  # seconds: how long a key revoked elsewhere may still be accepted here
 MAX_PRINCIPALS = 10_000
 
@@ -32,6 +36,13 @@ class Principal:
 
     def can(self, scope: str) -> bool:
         return self.admin or scope in self.scopes
+
+    @property
+    def customer(self) -> CustomerActor | None:
+        """The shop and customer id of a customer session's key (`<customer>@<shop>`); None for any other key."""
+        if self.admin or CUSTOMER_SESSION not in self.scopes:
+            return None
+        return customer_of(self.actor)
 
 
 class PrincipalCache:

@@ -84,7 +84,8 @@ async def test_a_shop_mints_a_short_lived_key_for_its_customer(api: API) -> None
     assert before + 3600 <= session["expires_at"] <= int(time.time()) + 3600
     customer = api.client(session["key"])
     me = (await customer.get("/actors/me")).json()
-    assert (me["id"], me["admin"], me["scopes"]) == ("4821@shop-3.near", False, [])
+    # what holds the key to its shop is its scope, not the shape of its id
+    assert (me["id"], me["admin"], me["scopes"]) == ("4821@shop-3.near", False, ["customer_session"])
     assert (await customer.get("/threads")).status_code == 200
     assert (await customer.post("/tickets")).status_code == 200  # the live stream's WebSocket ticket
     # the shop named its customer; the server knows it as a customer the shop vouches for
@@ -315,19 +316,36 @@ async def test_nobody_but_its_shop_brings_a_customer_into_a_thread(api: API) -> 
     assert (await api.admin.post("/threads", json={"actors": [{"id": customer_id}]})).status_code == 200
 
 
-async def test_an_admin_naming_a_customer_id_makes_a_customer_only_its_shop_contacts(api: API) -> None:
+async def test_an_actor_an_admin_named_with_an_at_stays_local_and_no_shop_can_take_it(api: API) -> None:
+    """A local actor whose id reads as `<customer>@<shop>` (an admin named `bob@shop-3.near` before customers
+    existed, or an e-mail-like id) is not the shop's: the shop cannot mint a session of it (it would read the
+    actor's threads), and the actor's own key keeps every right a local actor has."""
     shop = await api.actor(SHOP)
-    eve = await api.actor("eve.near")
-    assert (await api.admin.post("/threads", json={"actors": [{"id": "55@shop-3.near"}]})).status_code == 200
-    seen = (await api.admin.get("/actors/55@shop-3.near")).json()
-    assert seen["kind"] == "customer" and seen["contact_policy"]["allow"] == [SHOP]
-    assert error(await eve.post("/threads", json={"actors": [{"id": "55@shop-3.near"}]}), 403)[0] == "contact_refused"
-    assert (await shop.post("/threads", json={"actors": [{"id": "55@shop-3.near"}]})).status_code == 200
-    # and a key an admin makes for such an id is held to the customer's rules as a session's is
+    await api.actor("eve.near")
+    bob = api.client(await api.key_for("bob@shop-3.near"))
+    secret = (await bob.post("/threads", json={"messages": ["my order #77"]})).json()
+    seen = (await api.admin.get("/actors/bob@shop-3.near")).json()
+    assert seen["kind"] == "local"
+
+    taken = await shop.post("/customer_sessions", json={"customer": "bob"})
+
+    assert error(taken, 409) == ("actor_exists", "customer")
+    assert (await api.admin.get("/actors/bob@shop-3.near")).json()["kind"] == "local"
+    # bob is held to no shop: it opens threads with anyone, sets its profile
+    assert (await bob.post("/threads", json={"actors": [{"id": "eve.near"}]})).status_code == 200
+    assert (await bob.put("/actors/me/profile", json={"display_name": "Bob"})).status_code == 200
+    assert (await bob.get(f"/threads/{secret['id']}/messages")).status_code == 200
+
+
+async def test_an_admins_key_of_a_customer_is_held_to_its_shop(api: API) -> None:
+    shop = await api.actor(SHOP)
+    await api.actor("eve.near")
+    await mint(api, shop, "55")
     made = api.client(await api.key_for("55@shop-3.near"))
     assert error(await made.post("/threads", json={"actors": [{"id": "eve.near"}]}), 403)[0] == (
         "outside_customer_session"
     )
+    assert (await made.post("/threads", json={"actors": [{"id": SHOP}]})).status_code == 200
 
 
 # --------------------------------------------------------------------------- no settings of its own

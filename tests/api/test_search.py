@@ -139,3 +139,15 @@ async def test_the_search_path_is_no_thread_id(api: API) -> None:
     assert response.headers["allow"] == "GET"
     thread = (await ada.post("/threads", json={})).json()["id"]
     assert (await ada.get(f"/threads/{thread}")).status_code == 200  # ids still name threads
+
+
+async def test_a_word_the_index_splits_differently_finds_nothing_rather_than_failing(api: API) -> None:
+    # New Tai Lue letters with a vowel sign: one word to the service's pattern, two tokens to FTS5's tokenizer
+    ada, shop = await api.actor("ada.near"), await api.actor("socks.near")
+    await api.known("ada.near")
+    await thread_with(shop, "ada.near", "ᦀᦰᦁ and socks")
+
+    body = await searched(ada, "ᦀᦰᦁ")  # 200, not a 500 from the index (SQLite finds nothing; MongoDB may find it)
+
+    assert len(body["data"]) <= 1
+    assert [item["message"]["snippet"] for item in (await searched(ada, "socks"))["data"]] == ["ᦀᦰᦁ and socks"]

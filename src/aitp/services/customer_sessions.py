@@ -14,21 +14,22 @@ and the visitor's threads move to the customer.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from dataclasses import dataclass
 
 from aitp.auth import hash_key
-from aitp.errors import InvalidRequest, NotFound, PermissionDenied
+from aitp.errors import Conflict, InvalidRequest, NotFound, PermissionDenied
 from aitp.gate import Gate
 from aitp.identity.actor_ids import CustomerActor, customer_of
-from aitp.principals import ADMIN_ACTOR, Principal
+from aitp.principals import ADMIN_ACTOR, CUSTOMER_SESSION, Principal
 from aitp.runtime import Runtime, now
 from aitp.services import actors, identities, keys, profiles, threads
 from aitp.services.connections import stream_slots
 from aitp.services.keys import CreatedKey
 from aitp.services.rate_limit import RateLimiter
 from aitp.services.requests import ActorDeclaration, CapabilityDeclarationInput, ThreadChanges
-from aitp.store.identities import IdentityRecord
+from aitp.store.identities import CUSTOMER, IdentityRecord
 from aitp.store.records import ActorRecord, ThreadRecord
 
 DEFAULT_EXPIRES_IN = 3600  # seconds: about a visit to the shop's website
@@ -101,14 +102,13 @@ async def create_anonymous(rt: Runtime, shop: str, address: str | None) -> Custo
     `anon-<random>@<shop>` for `DEFAULT_EXPIRES_IN` seconds, when the shop lets anonymous visitors in (403
     `anonymous_visitors_not_allowed` otherwise, an unknown shop included). Counted per client address (429
     `too_many_anonymous_sessions`)."""
-    if address is not None:
-        rt.state(anonymous_limiter).check(
-            address,
-            ANONYMOUS_PER_HOUR / 3600,
-            ANONYMOUS_BURST,
-            limit=f"anonymous sessions from one address: {ANONYMOUS_PER_HOUR} per hour",
-            code="too_many_anonymous_sessions",
-        )
+    rt.state(anonymous_limiter).check(
+        _counted_as(address),
+        ANONYMOUS_PER_HOUR / 3600,
+        ANONYMOUS_BURST,
+        limit=f"anonymous sessions from one address: {ANONYMOUS_PER_HOUR} per hour",
+        code="too_many_anonymous_sessions",
+    )
     read = customer_of(f"{ANONYMOUS}x@{shop}")
     identity = None if read is None else await rt.store.identities.get(shop)
     if read is None or identity is None or not identity.anonymous_visitors:
@@ -119,6 +119,18 @@ async def create_anonymous(rt: Runtime, shop: str, address: str | None) -> Custo
         )
     visitor = CustomerActor(ANONYMOUS + secrets.token_hex(8), shop)
     return await _mint(rt, visitor, DEFAULT_EXPIRES_IN)
+
+
+def _counted_as(address: str | None) -> str:
+    """Whom an anonymous session counts against: the client's address, an IPv6 client's /64 (one host may hold
+    all of it), or one shared count for requests with no address (a Unix socket, a proxy that hides it)."""
+    if address is None:
+        return "no address"
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    return str(ipaddress.ip_network(f"{ip}/64", strict=False)) if ip.version == 6 else str(ip)
 
 
 def anonymous_limiter(rt: Runtime) -> RateLimiter:
@@ -153,9 +165,19 @@ def _lifetime(expires_in: int | None) -> int:
 
 
 async def _mint(rt: Runtime, customer: CustomerActor, lifetime: int) -> CustomerSession:
-    """The customer's identity, vouched for by its shop now, and a key of it for `lifetime` seconds."""
+    """The customer's identity, vouched for by its shop now, and a key of it for `lifetime` seconds (scoped
+    `CUSTOMER_SESSION`: what holds it to its shop). An actor of that id that is not a customer (a local actor an
+    admin named `bob@acme` before customers existed) is not the shop's to take: 409 `actor_exists`."""
+    known = await rt.store.identities.get(customer.id)
+    if known is not None and known.kind != CUSTOMER:
+        raise Conflict(
+            f"'{customer.id}' is an actor of this server already, not a customer of '{customer.shop}': choose "
+            "another customer id.",
+            param="customer",
+            code="actor_exists",
+        )
     await rt.store.identities.vouched(identities.customer(customer.id, customer.shop, now()))
-    key = await keys.create_key(rt.store, customer.id, lifetime=lifetime, known=True)
+    key = await keys.create_key(rt.store, customer.id, lifetime=lifetime, known=True, scopes=[CUSTOMER_SESSION])
     return CustomerSession(customer.id, customer.shop, key)
 
 
@@ -170,7 +192,13 @@ async def _visitor(rt: Runtime, key: str, shop: str) -> _Visitor:
     400 `invalid_upgrade_from`."""
     record = await rt.store.keys.find(hash_key(key))
     read = None if record is None else customer_of(record.actor)
-    if record is None or read is None or read.shop != shop or not read.customer.startswith(ANONYMOUS):
+    if (
+        record is None
+        or CUSTOMER_SESSION not in record.scopes
+        or read is None
+        or read.shop != shop
+        or not read.customer.startswith(ANONYMOUS)
+    ):
         raise InvalidRequest(
             f"'upgrade_from' is not the key of an anonymous visitor of '{shop}' (it may have been upgraded already).",
             param="upgrade_from",

@@ -51,10 +51,7 @@ class Named:
 
 def local(actor: str, contact_policy: str) -> IdentityRecord:
     """The identity an admin makes by naming an actor (or making it a key): a local actor, contactable as
-    `contact_policy` says; a customer id (`<customer>@<shop>`) makes a customer whom only its shop contacts."""
-    read = customer_of(actor)
-    if read is not None:
-        return customer(actor, read.shop, None)
+    `contact_policy` says, whatever its id looks like (only a shop's session makes a customer)."""
     return IdentityRecord(actor, LOCAL, now(), contact_policy=contact_policy)
 
 
@@ -70,7 +67,7 @@ def refuse_customer(
 ) -> None:
     """403 `code` when the caller is a shop's customer (not an admin key): its shop speaks for it, so it may not
     `what` (set a profile, a contact policy, webhooks, A2A settings; make a key that outlives its session)."""
-    read = None if principal.admin else customer_of(principal.actor)
+    read = principal.customer
     if read is not None:
         raise PermissionDenied(
             f"'{principal.actor}' is a customer of '{read.shop}' signed in by it: a customer may not {what}.",
@@ -134,7 +131,7 @@ async def check_contacts(rt: Runtime, principal: Principal, named: Sequence[Name
 
 def _check_customer_contacts(principal: Principal, named: Iterable[Named]) -> None:
     """A customer's session is with its shop: 403 `outside_customer_session` for any other actor it names."""
-    read = None if principal.admin else customer_of(principal.actor)
+    read = principal.customer
     if read is None:
         return
     for name in named:

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from aitp.auth import generate_key, hash_key
 from aitp.errors import NotFound
 from aitp.ids import new_id
-from aitp.principals import ADMIN_ACTOR, PrincipalCache
+from aitp.principals import ADMIN_ACTOR, CUSTOMER_SESSION, PrincipalCache
 from aitp.runtime import now
 from aitp.services import identities, revocation
 from aitp.services.connections import StreamSlots
 from aitp.store.base import Store
-from aitp.store.identities import VERIFIED_ONLY
+from aitp.store.identities import CUSTOMER, VERIFIED_ONLY
 from aitp.store.keys import KeyRecord
 
 # How long an expired key is kept: its holder is told `expired_api_key` ("sign in again"), not that the key
@@ -42,8 +42,11 @@ async def create_key(
     becomes a local actor (only admins make keys), whom `contact_policy` says who may contact (`known`: the
     caller has just made sure it is known, e.g. by a sign-in)."""
     created_at = now()
-    if not admin and not known:
-        await store.identities.add(identities.local(actor, contact_policy))
+    if not admin and not known and not await store.identities.add(identities.local(actor, contact_policy)):
+        identity = await store.identities.get(actor)
+        if identity is not None and identity.kind == CUSTOMER:
+            # an admin's key of a shop's customer is held to the shop as the shop's own sessions are
+            scopes = [*(scopes or []), CUSTOMER_SESSION]
     secret = generate_key()
     record = KeyRecord(
         id=new_id("key"),

@@ -34,9 +34,10 @@ const SAY = {
   lost: "The chat was disconnected. Reload the page to continue.",
 };
 
-/** The frame's `#shop=<id>`: the shop the page says it is (checked against the key's own shop). */
-function shopOfFragment() {
-  return new URLSearchParams(location.hash.replace(/^#/, "")).get("shop");
+/** The frame's `?shop=<id>`: the shop the page says it is (checked against the key's own shop). The server lets
+ * only the sites that shop allows frame this page (its `embed_origins`): the page around is the shop's own. */
+function shopOfQuery() {
+  return new URLSearchParams(location.search).get("shop");
 }
 
 /** Show only a sentence (connecting, or why there is no chat). */
@@ -197,7 +198,7 @@ class EmbeddedChat {
 }
 
 async function boot() {
-  const shop = shopOfFragment();
+  const shop = shopOfQuery();
   if (!ParentSession.framed()) return showStatus(SAY.notFramed, "failed");
   if (!shop) return showStatus(SAY.noShop, "failed");
   const session = new ParentSession();

@@ -3,7 +3,7 @@
  *
  *   <script src="https://<aitp>/embed.js" data-shop="<shop id>" data-session-url="/chat/session" async></script>
  *
- * It puts an <iframe src="https://<aitp>/embed.html#shop=<shop id>"> right after the tag (or into the element
+ * It puts an <iframe src="https://<aitp>/embed.html?shop=<shop id>"> right after the tag (or into the element
  * `data-target` selects), as wide as its container and `data-height` tall (default min(640px, 85vh)). When the
  * chat in the frame says "aitp:ready" (or later "aitp:session-needed"), it POSTs to `data-session-url` on this
  * page's own origin (the shop's backend, which knows its customer by its own cookie and asks aitp for a customer
@@ -28,7 +28,7 @@
 
   const height = script.dataset.height;
   const frame = document.createElement("iframe");
-  frame.src = `${aitp}/embed.html#shop=${encodeURIComponent(shop)}`;
+  frame.src = `${aitp}/embed.html?shop=${encodeURIComponent(shop)}`;
   frame.title = script.dataset.title || "Chat"; // named after the shop once the chat knows its name
   frame.style.cssText = "display:block;width:100%;max-width:100%;border:0;";
   frame.style.height = sizeOf(height) || "min(640px, 85vh)";

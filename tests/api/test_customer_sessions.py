@@ -404,10 +404,15 @@ async def test_a_shop_opts_in_to_anonymous_visitors(api: API) -> None:
         "object": "customer_session.settings",
         "shop": SHOP,
         "anonymous": False,
+        "embed_origins": [],
+        "frame_ancestors": [],
     }
+    listed = await shop.put("/customer_sessions/settings", json={"embed_origins": ["https://shop.example"]})
+    assert listed.json()["frame_ancestors"] == ["https://shop.example"]
     opted = await shop.put("/customer_sessions/settings", json={"anonymous": True})
     assert opted.status_code == 200, opted.text
-    assert opted.json()["anonymous"] is True
+    # a setting left out stays as it was
+    assert (opted.json()["anonymous"], opted.json()["embed_origins"]) == (True, ["https://shop.example"])
 
     session = await public.post("/customer_sessions/anonymous", json={"shop": SHOP})
     assert session.status_code == 200, session.text

@@ -90,23 +90,27 @@ async def lets_visitors_in(store: Store, actor: str) -> bool:
     return identity.anonymous_visitors
 
 
-async def test_a_shop_lets_anonymous_visitors_in_or_not(store: Store) -> None:
+async def test_a_shop_sets_its_customer_session_settings(store: Store) -> None:
     await store.identities.add(IdentityRecord("shop.near", LOCAL, 1))
     assert await lets_visitors_in(store, "shop.near") is False
 
-    opted = await store.identities.set_anonymous_visitors("shop.near", True)
+    opted = await store.identities.set_customer_settings("shop.near", True, ["https://shop.example"])
 
     assert opted is not None and opted.anonymous_visitors is True
-    assert (await store.identities.many(["shop.near"]))["shop.near"].anonymous_visitors is True
-    await store.identities.set_contact("shop.near", ANYONE, [])  # other writes keep it
+    assert opted.embed_origins == ["https://shop.example"]
+    many = (await store.identities.many(["shop.near"]))["shop.near"]
+    assert (many.anonymous_visitors, many.embed_origins) == (True, ["https://shop.example"])
+    await store.identities.set_contact("shop.near", ANYONE, [])  # other writes keep them
     assert await lets_visitors_in(store, "shop.near") is True
-    await store.identities.set_anonymous_visitors("shop.near", False)
+    assert (await store.identities.get("shop.near")).embed_origins == ["https://shop.example"]  # type: ignore[union-attr]
+    await store.identities.set_customer_settings("shop.near", False, [])
     assert await lets_visitors_in(store, "shop.near") is False
-    assert await store.identities.set_anonymous_visitors("ghost", True) is None
+    assert (await store.identities.get("shop.near")).embed_origins == []  # type: ignore[union-attr]
+    assert await store.identities.set_customer_settings("ghost", True, []) is None
     assert await store.identities.get("ghost") is None
 
 
-async def test_a_sqlite_store_written_before_anonymous_visitors_gains_the_column(tmp_path: Path) -> None:
+async def test_a_sqlite_store_written_before_customer_settings_gains_the_columns(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as conn:  # actor_identities as the code before this column made it
         conn.execute(
@@ -120,7 +124,7 @@ async def test_a_sqlite_store_written_before_anonymous_visitors_gains_the_column
     await store.open()
     try:
         assert await store.identities.get("shop") == IdentityRecord("shop", LOCAL, 5, contact_policy=ANYONE)
-        opted = await store.identities.set_anonymous_visitors("shop", True)
-        assert opted is not None and opted.anonymous_visitors
+        opted = await store.identities.set_customer_settings("shop", True, ["https://shop.example"])
+        assert opted is not None and opted.anonymous_visitors and opted.embed_origins == ["https://shop.example"]
     finally:
         await store.close()

@@ -72,8 +72,9 @@ class ShopSite:
                     self.answer(200, "text/html", page, ("Set-Cookie", f"customer={CUSTOMER}; HttpOnly; Path=/"))
                 elif self.path == "/signed-out":
                     self.answer(200, "text/html", page, ("Set-Cookie", "customer=; Max-Age=0; Path=/"))
-                elif self.path == "/silent":  # frames the chat, with no embed.js to answer it
-                    chat = f"{server.base_url}/embed.html#shop={shop.id}"
+                elif self.path.startswith("/silent"):  # frames a chat (`?shop=`), with no embed.js to answer it
+                    framed_shop = self.path.partition("?shop=")[2] or shop.id
+                    chat = f"{server.base_url}/embed.html?shop={framed_shop}"
                     silent = f'<!doctype html><title>x</title><iframe title="Chat" src="{chat}"></iframe>'
                     self.answer(200, "text/html", silent.encode())
                 elif self.path == "/frames-the-main-ui":
@@ -134,6 +135,10 @@ class Embedded:
         assert self.shop.api.put("/actors/me/profile", json=profile).status_code == 200
         self.customer = f"{CUSTOMER}@{self.shop.id}"
         self.site = ShopSite(server, self.shop, name)
+        # the shop's website alone may frame its chat
+        allowed = self.shop.api.put("/customer_sessions/settings", json={"embed_origins": [self.site.url]})
+        assert allowed.status_code == 200, allowed.text
+        assert allowed.json()["frame_ancestors"] == [self.site.url]
 
     def open(self, page: Page, path: str = "/") -> FrameLocator:
         """The shop's page with the chat open in it (the conversation shown, the inbox live)."""
@@ -424,8 +429,18 @@ def test_a_page_that_never_answers_leaves_a_plain_message_and_the_main_ui_cannot
     expect(frame.locator("#embed-status")).to_have_text("The chat could not be opened. Reload the page to try again.")
 
     # opened on its own, outside any page: nobody to ask for a session
-    page.goto(f"{web_server.base_url}/embed.html#shop={embedded.shop.id}")
+    page.goto(f"{web_server.base_url}/embed.html?shop={embedded.shop.id}")
     expect(page.locator("#embed-status")).to_have_text("This chat opens on the shop's website.")
+
+    # framed by a site its shop did not list (here: another shop's chat on this shop's site), the browser refuses
+    # it: no page can frame a shop's chat to hand it a key of its own choosing
+    other = Shop(web_server, name="Other Shop")
+    page.goto(f"{embedded.site.url}/silent?shop={other.id}")
+    refused = page.frames[1]
+    deadline = time.monotonic() + WAIT
+    while not refused.url.startswith("chrome-error:") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert refused.url.startswith("chrome-error:"), refused.url
 
     # the main UI (it holds a key) refuses to be framed by another site: Chromium shows an error page instead
     page.goto(embedded.site.url + "/frames-the-main-ui")

@@ -26,6 +26,7 @@ from aitp.principals import ADMIN_ACTOR, CUSTOMER_SESSION, Principal
 from aitp.runtime import Runtime, now
 from aitp.services import actors, identities, keys, profiles, threads
 from aitp.services.connections import stream_slots
+from aitp.services.embed_origins import checked as checked_origins
 from aitp.services.keys import CreatedKey
 from aitp.services.rate_limit import RateLimiter
 from aitp.services.requests import ActorDeclaration, CapabilityDeclarationInput, ThreadChanges
@@ -144,12 +145,26 @@ async def settings_of(rt: Runtime, principal: Principal, shop: str | None) -> Id
     return await identities.identity_of(rt, shop)
 
 
-async def set_settings(rt: Runtime, principal: Principal, shop: str | None, *, anonymous: bool) -> IdentityRecord:
-    """Let visitors who are not signed in get sessions as the shop's customers, or stop (the shop itself or an
-    admin; not a customer: 403)."""
+async def set_settings(
+    rt: Runtime,
+    principal: Principal,
+    shop: str | None,
+    *,
+    anonymous: bool | None = None,
+    embed_origins: list[str] | None = None,
+) -> IdentityRecord:
+    """Change the shop's customer session settings (a setting left None stays as it is): whether visitors who
+    are not signed in get sessions as its customers, and which sites may frame its chat (`embed_origins`; the
+    shop itself or an admin; not a customer: 403)."""
     identities.refuse_customer(principal, "change a shop's customer sessions")
     shop = await _shop(rt, principal, shop)
-    stored = await rt.store.identities.set_anonymous_visitors(shop, anonymous)
+    origins = None if embed_origins is None else checked_origins(embed_origins)
+    current = await identities.identity_of(rt, shop)
+    stored = await rt.store.identities.set_customer_settings(
+        shop,
+        current.anonymous_visitors if anonymous is None else anonymous,
+        current.embed_origins if origins is None else origins,
+    )
     if stored is None:
         raise NotFound(f"No actor '{shop}' is known to this server.", param="shop", code="actor_not_found")
     return stored

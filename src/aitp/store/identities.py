@@ -36,6 +36,7 @@ class IdentityRecord:
     contact_allow: list[str] = field(default_factory=list)  # actor ids, for ALLOW_LIST
     name_key: str = ""  # the comparison key of its display name (aitp.identity.names), "" for none
     anonymous_visitors: bool = False  # a shop's: whether visitors not signed in get sessions as its customers
+    embed_origins: list[str] = field(default_factory=list)  # a shop's: the sites that may frame its chat
 
     @property
     def verified(self) -> bool:
@@ -74,8 +75,11 @@ class IdentityStore(abc.ABC):
         """Replace the actor's contact policy; None when it is not known."""
 
     @abc.abstractmethod
-    async def set_anonymous_visitors(self, actor: str, allowed: bool) -> IdentityRecord | None:
-        """Set whether the shop `actor` lets anonymous visitors in; None when it is not known."""
+    async def set_customer_settings(
+        self, actor: str, anonymous_visitors: bool, embed_origins: Sequence[str]
+    ) -> IdentityRecord | None:
+        """Set whether the shop `actor` lets anonymous visitors in, and which sites may frame its chat; None when
+        it is not known."""
 
     @abc.abstractmethod
     async def set_name_key(self, actor: str, name_key: str) -> None:

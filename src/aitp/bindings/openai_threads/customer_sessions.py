@@ -19,7 +19,7 @@ from aitp.bindings.openai_threads.models.customer_sessions import (
     CustomerSessionSettings,
     CustomerSessionSettingsInput,
 )
-from aitp.services import customer_sessions
+from aitp.services import customer_sessions, embed_origins
 from aitp.store.identities import IdentityRecord
 
 router = APIRouter(prefix="/v1", tags=["actors"], route_class=ApiRoute)
@@ -82,7 +82,9 @@ async def get_customer_session_settings(
 async def put_customer_session_settings(
     body: CustomerSessionSettingsInput, rt: RuntimeDep, principal: PrincipalDep
 ) -> FastJSONResponse:
-    stored = await customer_sessions.set_settings(rt, principal, body.shop, anonymous=body.anonymous)
+    stored = await customer_sessions.set_settings(
+        rt, principal, body.shop, anonymous=body.anonymous, embed_origins=body.embed_origins
+    )
     return FastJSONResponse(_settings(stored))
 
 
@@ -97,4 +99,10 @@ def _session(session: customer_sessions.CustomerSession) -> dict[str, Any]:
 
 
 def _settings(identity: IdentityRecord) -> dict[str, Any]:
-    return {"object": "customer_session.settings", "shop": identity.actor, "anonymous": identity.anonymous_visitors}
+    return {
+        "object": "customer_session.settings",
+        "shop": identity.actor,
+        "anonymous": identity.anonymous_visitors,
+        "embed_origins": identity.embed_origins,
+        "frame_ancestors": embed_origins.allowed(identity),
+    }

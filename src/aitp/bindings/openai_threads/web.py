@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs
+
 from starlette.datastructures import MutableHeaders
 from starlette.routing import Match, Mount
 from starlette.types import Message, Receive, Scope, Send
 
+from aitp.bindings.http.context import runtime_of
 from aitp.bindings.openai_threads.routes import PREFIX
+from aitp.services import embed_origins
 
-# the one page other sites may frame: the chat a shop puts on its own website (web/embed.js frames it)
+# the one page other sites may frame: the chat a shop puts on its own website (web/embed.js frames it), by the
+# sites its shop allows
 FRAMEABLE = frozenset({"/embed.html"})
 # any other page of the UI holds a key: no other site may frame it and trick clicks into it (clickjacking)
-NOT_FRAMEABLE = (("Content-Security-Policy", "frame-ancestors 'none'"), ("X-Frame-Options", "DENY"))
+NOT_FRAMEABLE: tuple[tuple[str, str], ...] = (
+    ("Content-Security-Policy", "frame-ancestors 'none'"),
+    ("X-Frame-Options", "DENY"),
+)
 
 
 class WebMount(Mount):
@@ -29,15 +37,22 @@ class WebMount(Mount):
         return super().matches(scope)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in FRAMEABLE:
+        if scope["type"] != "http":
             await super().handle(scope, receive, send)
             return
+        policy: tuple[tuple[str, str], ...] = NOT_FRAMEABLE
+        if scope["path"] in FRAMEABLE:
+            # a shop's chat: framed only by the sites that shop allows (`services.embed_origins`), named by
+            # `?shop=` (web/embed.js puts it there; a page that names another shop gets that shop's list)
+            shop = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("shop", [None])[0]
+            origins = await embed_origins.frame_ancestors(runtime_of(scope), shop)
+            policy = (("Content-Security-Policy", "frame-ancestors " + (" ".join(origins) or "'none'")),)
 
-        async def send_not_frameable(message: Message) -> None:
+        async def send_with_policy(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                for name, value in NOT_FRAMEABLE:
+                for name, value in policy:
                     headers[name] = value
             await send(message)
 
-        await super().handle(scope, receive, send_not_frameable)
+        await super().handle(scope, receive, send_with_policy)

@@ -23,6 +23,7 @@ def _identity(doc: dict[str, Any]) -> IdentityRecord:
         contact_allow=list(doc.get("contact_allow") or []),
         name_key=doc.get("name_key") or "",
         anonymous_visitors=bool(doc.get("anonymous_visitors")),  # absent in documents written before
+        embed_origins=list(doc.get("embed_origins") or []),
     )
 
 
@@ -92,9 +93,13 @@ class MongoIdentities(IdentityStore):
         )
         return None if doc is None else _identity(doc)
 
-    async def set_anonymous_visitors(self, actor: str, allowed: bool) -> IdentityRecord | None:
+    async def set_customer_settings(
+        self, actor: str, anonymous_visitors: bool, embed_origins: Sequence[str]
+    ) -> IdentityRecord | None:
         doc = await self._identities.find_one_and_update(
-            {"_id": actor}, {"$set": {"anonymous_visitors": allowed}}, return_document=ReturnDocument.AFTER
+            {"_id": actor},
+            {"$set": {"anonymous_visitors": anonymous_visitors, "embed_origins": list(embed_origins)}},
+            return_document=ReturnDocument.AFTER,
         )
         return None if doc is None else _identity(doc)
 

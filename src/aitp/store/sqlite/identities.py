@@ -22,13 +22,14 @@ CREATE TABLE IF NOT EXISTS actor_identities (
     contact_policy TEXT NOT NULL,
     contact_allow TEXT NOT NULL,
     name_key TEXT NOT NULL DEFAULT '',
-    anonymous_visitors INTEGER NOT NULL DEFAULT 0
+    anonymous_visitors INTEGER NOT NULL DEFAULT 0,
+    embed_origins TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS actor_identities_by_name ON actor_identities (name_key) WHERE name_key != '';
 """
 
 # the actor_identities columns added since its first version, each with its definition (`create_table`)
-COLUMNS_ADDED = {"anonymous_visitors": "INTEGER NOT NULL DEFAULT 0"}
+COLUMNS_ADDED = {"anonymous_visitors": "INTEGER NOT NULL DEFAULT 0", "embed_origins": "TEXT NOT NULL DEFAULT '[]'"}
 
 # Every actor a store written before identities knew of: in a thread (or its creator), holding a key, or with a
 # profile. Each becomes a local actor that anyone may contact, as every actor was then.
@@ -57,7 +58,7 @@ def create_table(conn: sqlite3.Connection) -> None:
         conn.execute(_KNOWN_BEFORE, (LOCAL, int(time.time()), ANYONE))
     columns = {row["name"] for row in conn.execute("PRAGMA table_info(actor_identities)")}
     for name, definition in COLUMNS_ADDED.items():
-        if name not in columns:  # a store written before: nobody lets anonymous visitors in
+        if name not in columns:  # a store written before: no anonymous visitors, no site frames a chat
             conn.execute(f"ALTER TABLE actor_identities ADD COLUMN {name} {definition}")
 
 
@@ -72,14 +73,15 @@ def _identity(row: sqlite3.Row) -> IdentityRecord:
         contact_allow=loads(row["contact_allow"]),
         name_key=row["name_key"],
         anonymous_visitors=bool(row["anonymous_visitors"]),
+        embed_origins=loads(row["embed_origins"]),
     )
 
 
 def _insert(conn: sqlite3.Connection, identity: IdentityRecord) -> bool:
     inserted = conn.execute(
         "INSERT OR IGNORE INTO actor_identities"
-        " (actor, kind, created_at, verified_at, key_id, contact_policy, contact_allow, name_key, anonymous_visitors)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " (actor, kind, created_at, verified_at, key_id, contact_policy, contact_allow, name_key, anonymous_visitors,"
+        " embed_origins) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             identity.actor,
             identity.kind,
@@ -90,6 +92,7 @@ def _insert(conn: sqlite3.Connection, identity: IdentityRecord) -> bool:
             dumps(identity.contact_allow),
             identity.name_key,
             int(identity.anonymous_visitors),
+            dumps(identity.embed_origins),
         ),
     )
     return inserted.rowcount > 0
@@ -168,10 +171,12 @@ class SQLiteIdentities(IdentityStore):
 
         return await self._engine.write(op)
 
-    async def set_anonymous_visitors(self, actor: str, allowed: bool) -> IdentityRecord | None:
+    async def set_customer_settings(
+        self, actor: str, anonymous_visitors: bool, embed_origins: Sequence[str]
+    ) -> IdentityRecord | None:
         def op(conn: sqlite3.Connection) -> IdentityRecord | None:
-            update = "UPDATE actor_identities SET anonymous_visitors = ? WHERE actor = ?"
-            conn.execute(update, (int(allowed), actor))
+            update = "UPDATE actor_identities SET anonymous_visitors = ?, embed_origins = ? WHERE actor = ?"
+            conn.execute(update, (int(anonymous_visitors), dumps(list(embed_origins)), actor))
             return _select(conn, actor)
 
         return await self._engine.write(op)

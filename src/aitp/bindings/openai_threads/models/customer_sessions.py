@@ -51,8 +51,16 @@ class CreateAnonymousSessionRequest(BaseModel):
 
 class CustomerSessionSettingsInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    anonymous: bool = Field(
-        strict=True, description="Whether visitors not signed in get sessions as the shop's customers."
+    anonymous: bool | None = Field(
+        None,
+        strict=True,
+        description="Whether visitors not signed in get sessions as the shop's customers (left out: unchanged).",
+    )
+    embed_origins: list[str] | None = Field(
+        None,
+        max_length=20,
+        description="The sites that may frame the shop's chat, e.g. ['https://sunnysocks.example'] (left out: "
+        "unchanged; empty: a domain shop's own host over https, no site for other shops).",
     )
     shop: str | None = Field(None, min_length=1, max_length=254, description="Admin keys only: whose settings.")
 
@@ -63,3 +71,7 @@ class CustomerSessionSettings(BaseModel):
     object: Literal["customer_session.settings"] = "customer_session.settings"
     shop: str
     anonymous: bool = Field(description="Whether visitors not signed in get sessions as the shop's customers.")
+    embed_origins: list[str] = Field(description="The sites that may frame the shop's chat, as listed.")
+    frame_ancestors: list[str] = Field(
+        description="The sites that may frame it now: those listed, else a domain shop's own host over https."
+    )

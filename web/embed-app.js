@@ -201,10 +201,21 @@ async function boot() {
   const shop = shopOfQuery();
   if (!ParentSession.framed()) return showStatus(SAY.notFramed, "failed");
   if (!shop) return showStatus(SAY.noShop, "failed");
-  const session = new ParentSession();
+  const session = new ParentSession(shop);
+  // a visitor who signed in: the conversation is the customer's now; open the chat again as the customer
+  session.onUpgraded = () => location.reload();
   try {
     await session.start(FIRST_SESSION_MS);
   } catch (error) {
+    if (error instanceof SessionError && error.anonymous && (error.status === 401 || error.status === 403)) {
+      // not signed in on the shop's website, which lets visitors chat: a visitor's session, if the shop allows
+      try {
+        await session.visit(createApi(null));
+        return openChat(session, shop);
+      } catch (refused) {
+        console.warn("No visitor's session", refused);
+      }
+    }
     showStatus(sessionSentence(error), "failed");
     // the page may still answer (a slow backend, the customer signing in): then the chat opens after all
     try {
@@ -214,6 +225,11 @@ async function boot() {
     }
     showStatus("Connecting…", "connecting");
   }
+  return openChat(session, shop);
+}
+
+/** The chat, with the session's key of the moment. */
+async function openChat(session, shop) {
   const api = createApi(() => session.key, { renew: () => session.renew() });
   let chat;
   try {

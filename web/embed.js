@@ -8,6 +8,10 @@
  * chat in the frame says "aitp:ready" (or later "aitp:session-needed"), it POSTs to `data-session-url` on this
  * page's own origin (the shop's backend, which knows its customer by its own cookie and asks aitp for a customer
  * session) and posts the answer's key to the frame, to aitp's origin alone. The key is never put in a URL.
+ * With `data-anonymous`, visitors not signed in chat too (when the shop lets them in): the frame then asks aitp
+ * for a visitor's session itself, and names it (`upgrade_from`) in its next request, which this script passes
+ * on to the shop's backend in the body, so that the visitor's conversation becomes the customer's once signed in.
+ * The page says its customer signed in without leaving with `document.dispatchEvent(new Event("aitp:signed-in"))`.
  * No dependencies, no globals.
  */
 (() => {
@@ -26,6 +30,7 @@
     return;
   }
 
+  const anonymous = script.dataset.anonymous !== undefined;
   const height = script.dataset.height;
   const frame = document.createElement("iframe");
   frame.src = `${aitp}/embed.html?shop=${encodeURIComponent(shop)}`;
@@ -39,10 +44,16 @@
     if (event.source !== frame.contentWindow || event.origin !== aitp) return;
     const type = event.data && event.data.type;
     if (type === "aitp:ready" || type === "aitp:session-needed") {
-      asking = asking || askSession().finally(() => (asking = null));
+      const upgradeFrom = typeof event.data.upgrade_from === "string" ? event.data.upgrade_from : null;
+      asking = asking || askSession(upgradeFrom).finally(() => (asking = null));
     } else if (type === "aitp:title" && typeof event.data.title === "string") {
       frame.title = event.data.title.slice(0, 200);
     }
+  });
+
+  // the page's customer signed in without leaving the page: a visitor's chat becomes the customer's
+  document.addEventListener("aitp:signed-in", () => {
+    if (frame.contentWindow) frame.contentWindow.postMessage({ type: "aitp:renew" }, aitp);
   });
 
   const target = script.dataset.target && document.querySelector(script.dataset.target);
@@ -50,7 +61,7 @@
   else script.after(frame);
 
   /** The shop's answer as the frame's message; its key goes to aitp's origin and nowhere else. */
-  async function askSession() {
+  async function askSession(upgradeFrom) {
     let message;
     try {
       const response = await fetch(route, {
@@ -58,15 +69,16 @@
         credentials: "same-origin",
         // a JSON body: a request another site cannot make without this origin's consent (CORS preflight)
         headers: { "Content-Type": "application/json", Accept: "application/json" },
-        body: "{}",
+        // a visitor's key, for the backend to name when it asks for its customer's session
+        body: JSON.stringify(upgradeFrom ? { upgrade_from: upgradeFrom } : {}),
       });
       const answer = response.ok ? await response.json() : null;
       message =
         answer && typeof answer.key === "string" && typeof answer.expires_at === "number"
           ? { type: "aitp:session", key: answer.key, expires_at: answer.expires_at }
-          : { type: "aitp:session-failed", status: response.ok ? 502 : response.status };
+          : { type: "aitp:session-failed", status: response.ok ? 502 : response.status, anonymous };
     } catch {
-      message = { type: "aitp:session-failed", status: 0 };
+      message = { type: "aitp:session-failed", status: 0, anonymous };
     }
     if (frame.contentWindow) frame.contentWindow.postMessage(message, aitp);
   }

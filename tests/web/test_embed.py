@@ -49,7 +49,7 @@ SHOP_PAGE = """<!doctype html>
 <body><header>{name}</header>
 <main><h1>Help with your order</h1><p>Ask us anything: we answer right here.</p><div id="chat"></div></main>
 <script src="{aitp}/embed.js" data-shop="{shop}" data-session-url="/chat/session" data-target="#chat"
-  data-height="{height}" async></script>
+  data-height="{height}" {anonymous} async></script>
 </body></html>
 """
 
@@ -61,15 +61,27 @@ class ShopSite:
     def __init__(self, server: WebServer, shop: Shop, name: str, height: int = 600) -> None:
         self.expires_in = 3600
         self.minted: list[dict[str, Any]] = []
+        self.upgrades = 0  # requests that named a visitor's key
         key = shop.api.headers["Authorization"]
         backend = httpx.Client(base_url=f"{server.base_url}/v1", headers={"Authorization": key}, timeout=10)
-        page = SHOP_PAGE.format(name=name, aitp=server.base_url, shop=shop.id, height=height).encode()
+        page = SHOP_PAGE.format(name=name, aitp=server.base_url, shop=shop.id, height=height, anonymous="").encode()
+        # the page that lets visitors not signed in chat too
+        open_page = SHOP_PAGE.format(
+            name=name, aitp=server.base_url, shop=shop.id, height=height, anonymous="data-anonymous"
+        ).encode()
+        sign_in = ("Set-Cookie", f"customer={CUSTOMER}; HttpOnly; Path=/")
         site = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (the http.server API)
                 if self.path == "/":  # the shop's own sign-in, as far as this test needs it
-                    self.answer(200, "text/html", page, ("Set-Cookie", f"customer={CUSTOMER}; HttpOnly; Path=/"))
+                    self.answer(200, "text/html", page, sign_in)
+                elif self.path == "/visitors":  # visitors welcome; whoever the cookie says, if any
+                    self.answer(200, "text/html", open_page)
+                elif self.path == "/visitors/sign-in":  # the same page, after signing in on the shop's site
+                    self.answer(200, "text/html", open_page, sign_in)
+                elif self.path == "/sign-in-here":  # signs in without leaving the page (fetch)
+                    self.answer(200, "application/json", b"{}", sign_in)
                 elif self.path == "/signed-out":
                     self.answer(200, "text/html", page, ("Set-Cookie", "customer=; Max-Age=0; Path=/"))
                 elif self.path.startswith("/silent"):  # frames a chat (`?shop=`), with no embed.js to answer it
@@ -91,10 +103,12 @@ class ShopSite:
                 if f"customer={CUSTOMER}" not in cookie:
                     self.answer(401, "application/json", b'{"error": "sign in first"}')
                     return
-                minted = backend.post(
-                    "/customer_sessions",
-                    json={"customer": CUSTOMER, "display_name": "Ada Lovelace", "expires_in": site.expires_in},
-                )
+                asked = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                request = {"customer": CUSTOMER, "display_name": "Ada Lovelace", "expires_in": site.expires_in}
+                if isinstance(asked.get("upgrade_from"), str):  # a visitor's chat, to become the customer's
+                    request["upgrade_from"] = asked["upgrade_from"]
+                    site.upgrades += 1
+                minted = backend.post("/customer_sessions", json=request)
                 if minted.status_code == 200:
                     site.minted.append(minted.json())
                 self.answer(minted.status_code, "application/json", minted.content)
@@ -449,6 +463,88 @@ def test_a_page_that_never_answers_leaves_a_plain_message_and_the_main_ui_cannot
     while not framed.url.startswith("chrome-error:") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert framed.url.startswith("chrome-error:"), framed.url
+
+
+# ------------------------------------------------------------------------ visitors not signed in
+
+
+def actors_of(embedded: Embedded, thread: str) -> list[str]:
+    return [actor["id"] for actor in embedded.shop.api.get(f"/threads/{thread}").json()["actors"]]
+
+
+def visitor_thread(embedded: Embedded) -> tuple[str, str]:
+    """The conversation a visitor's chat made with the shop, and the visitor's actor id."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        for thread in embedded.shop.api.get("/threads", params={"limit": 100}).json()["data"]:
+            visitors = [a["id"] for a in thread["actors"] if a["id"].startswith("anon-")]
+            if visitors:
+                return str(thread["id"]), visitors[0]
+        time.sleep(0.1)
+    raise AssertionError("no visitor's conversation")
+
+
+def test_a_visitor_chats_before_signing_in_and_the_conversation_becomes_the_customers(
+    browser: Browser, embedded: Embedded
+) -> None:
+    opted = embedded.shop.api.put("/customer_sessions/settings", json={"anonymous": True})
+    assert opted.status_code == 200, opted.text
+    with watched_page(browser, viewport={"width": 1280, "height": 800}) as page:
+        frame = embedded.open(page, "/visitors")  # no cookie: the shop's backend gives no session
+        thread, visitor = visitor_thread(embedded)
+        assert visitor.endswith(f"@{embedded.shop.id}") and embedded.site.minted == []
+        composer = frame.get_by_label("Message", exact=True)
+        composer.fill("Hello, I have not signed in yet")
+        composer.press("Enter")
+        expect(frame.locator("article.message.mine")).to_contain_text("not signed in yet")
+        assert_only_the_shops_brand(page, frame, embedded)
+
+        # signing in on the shop's website (a new page): the shop names the visitor's key, the chat is the customer's
+        frame = embedded.open(page, "/visitors/sign-in")
+        expect(frame.locator("article.message.mine")).to_contain_text("not signed in yet")
+        assert embedded.site.upgrades == 1 and len(embedded.site.minted) == 1
+        assert actors_of(embedded, thread) == [embedded.shop.id, embedded.customer]
+        composer = frame.get_by_label("Message", exact=True)
+        composer.fill("Signed in now")
+        composer.press("Enter")
+        expect(frame.locator("article.message.mine").last).to_contain_text("Signed in now")
+        said = embedded.shop.api.get(f"/threads/{thread}/messages", params={"order": "asc"}).json()["data"]
+        assert [m["metadata"]["actor"] for m in said] == [visitor, embedded.customer]
+        # what the visitor wrote is the customer's own ("You"): no visitor's id shows
+        expect(frame.locator("article.message.mine")).to_have_count(2)
+        assert visitor not in frame.locator("body").inner_text()
+        assert_only_the_shops_brand(page, frame, embedded)
+        assert_no_key_in_urls(page, embedded)
+
+
+def test_a_visitor_who_signs_in_without_leaving_the_page_continues_as_the_customer(
+    browser: Browser, embedded: Embedded
+) -> None:
+    assert embedded.shop.api.put("/customer_sessions/settings", json={"anonymous": True}).status_code == 200
+    with watched_page(browser, viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True) as page:
+        frame = embedded.open(page, "/visitors")
+        thread, _visitor = visitor_thread(embedded)
+        composer = frame.get_by_label("Message", exact=True)
+        composer.fill("Do you ship abroad?")
+        composer.press("Enter")
+        expect(frame.locator("article.message.mine")).to_contain_text("ship abroad")
+
+        # the shop's page signs its customer in by itself, then tells the chat
+        page.evaluate("fetch('/sign-in-here').then(() => document.dispatchEvent(new Event('aitp:signed-in')))")
+
+        deadline = time.monotonic() + WAIT
+        while embedded.customer not in actors_of(embedded, thread) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert actors_of(embedded, thread) == [embedded.shop.id, embedded.customer]
+        frame = page.frame_locator("#chat iframe")
+        expect(frame.locator("body")).to_have_attribute("data-state", "open", timeout=WAIT * 1000)
+        expect(frame.locator("article.message.mine")).to_contain_text("ship abroad")
+
+
+def test_a_shop_that_does_not_let_visitors_in_asks_them_to_sign_in(page: Page, embedded: Embedded) -> None:
+    page.goto(embedded.site.url + "/visitors")
+    frame = page.frame_locator("#chat iframe")
+    expect(frame.locator("#embed-status")).to_have_text("Sign in on this website to chat with us.")
 
 
 # ------------------------------------------------------------------------ the screenshot in the README

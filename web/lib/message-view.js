@@ -92,7 +92,7 @@ function typeOf(part, value) {
 /** The <article> for `message`; `me` decides whether it is drawn as mine. */
 export function messageView(message, ctx) {
   const actor = message.metadata?.actor ?? message.role;
-  const mine = actor === ctx.me;
+  const mine = ctx.mine ? ctx.mine(actor) : actor === ctx.me;
   const parts = partsOf(message);
   const types = parts.map((part) => {
     const value = capabilityJson(part);

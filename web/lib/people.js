@@ -103,7 +103,7 @@ export class People {
   name(actor) {
     const named = this.profiles.get(actor)?.display_name;
     if (named) return named;
-    if (this.brandOnly && actor === this.brandOnly.me) return "You";
+    if (this.isMe(actor)) return "You";
     // an agent of the shop without a name of its own speaks as the shop (which has its id only if unnamed)
     if (this.#brand(actor) && actor !== this.brandOnly.shop) return this.name(this.brandOnly.shop);
     return shortIdentifier(actor);
@@ -112,8 +112,16 @@ export class People {
   /** Whether `actor` is the embedding shop, one of its agents, or the customer, in the shop's embedded chat. */
   #brand(actor) {
     if (!this.brandOnly || typeof actor !== "string") return false;
+    const { shop } = this.brandOnly;
+    return actor === shop || this.isMe(actor) || actor.startsWith(`${shop}/`);
+  }
+
+  /** In the shop's embedded chat: whether `actor` is the customer, or the visitor the customer was before signing
+   * in on the shop's website (`anon-…@<shop>`: only a visitor's own conversations become the customer's). */
+  isMe(actor) {
+    if (!this.brandOnly || typeof actor !== "string") return false;
     const { shop, me } = this.brandOnly;
-    return actor === shop || actor === me || actor.startsWith(`${shop}/`);
+    return actor === me || (actor.startsWith("anon-") && actor.endsWith(`@${shop}`) && !actor.slice(5, -shop.length - 1).includes("@"));
   }
 
   /** The name as the account gives it (display name, else its whole id): what an identifier is compared to. */

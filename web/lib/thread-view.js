@@ -168,6 +168,8 @@ export class ThreadView {
       get me() {
         return view.me;
       },
+      // mine: written as me (in a shop's embedded chat, also as the visitor I was before signing in)
+      mine: (actor) => actor === view.me || Boolean(view.people.isMe?.(actor)),
       get thread() {
         return view.thread;
       },

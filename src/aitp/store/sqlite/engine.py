@@ -146,6 +146,10 @@ class SQLiteEngine:
         self._executor.shutdown(wait=True)
         self._executor = None
 
+    @property
+    def is_open(self) -> bool:
+        return self._loop_conn is not None
+
     async def run(self, op: Op[T], *, may_wait: bool = False) -> T:
         """Run `op` on the loop's connection, or on the store thread when it may wait (see the module
         docstring): because it is unbounded, or because another connection holds the write lock."""

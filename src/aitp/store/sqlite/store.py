@@ -145,7 +145,8 @@ class SQLiteStore(Store):
         self.webhooks = SQLiteWebhooks(self.engine)
         self.a2a = SQLiteA2A(self.engine)
         self.identities = SQLiteIdentities(self.engine)
-        self.search = SQLiteSearch(self.engine)
+        self.search = self._search = SQLiteSearch(self.engine)
+        self.add_commit_listener(self._search.changed)  # what this process appends is indexed a moment later
         self.activity = SQLiteActivity(self.engine)
         self.presence = SQLitePresence(self.engine)
 
@@ -187,6 +188,7 @@ class SQLiteStore(Store):
         await self.engine.write(_upgrade, may_wait=True)  # unbounded, once: off the loop
 
     async def close(self) -> None:
+        await self._search.close()
         await self.engine.close()
 
     async def exists(self) -> bool:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from aitp.store.base import ActorRecord, CapabilityRef, EventRecord, MessageRecord, NewEvent, RefRelease, ThreadRecord
 from aitp.store.idempotency import IdempotencyRecord
 from aitp.store.sqlite.schema import actor_record, dumps, message_record, thread_record
-from aitp.store.sqlite.search import index_message, unindex_message, unindex_thread
+from aitp.store.sqlite.search import unindex_message, unindex_thread
 from aitp.store.transaction import Body, Tx
 
 T = TypeVar("T")
@@ -159,7 +159,6 @@ class SQLiteTx(Tx):
                 None if m.aitp is None else dumps(m.aitp),
             ),
         )
-        index_message(self.conn, m)  # searchable once this transaction commits
 
     async def set_message_metadata(
         self, thread_id: str, message_id: str, metadata: dict[str, str]

@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import pytest
 from playwright.sync_api import Browser, Frame, FrameLocator, Page, Route, expect
+from websockets.sync.client import connect
 
 from tests.web.axe import assert_accessible
 from tests.web.conftest import SCREENSHOTS, SIZES, FileHost, WebServer, watched_page
@@ -573,7 +574,11 @@ def test_a_screenshot_of_the_chat_on_a_shops_page_in_dark_mode(
         page.goto(f"{web_server.base_url}/health")  # any page of the origin: the canvas needs a document
         embedded = Embedded(web_server, name="Sound & Co.", logo=page.evaluate(DRAW_LOGO))
         try:
+            ticket = embedded.shop.api.post("/tickets").json()["ticket"]
+            inbox = web_server.base_url.replace("http://", "ws://") + f"/v1/actors/me/events/ws?ticket={ticket}"
+            agent = connect(inbox)  # the shop's agent follows its inbox: it shows as online
             frame = embedded.open(page)
+            expect(frame.locator(".presence-line")).to_have_text("Online")
             thread = embedded.thread()
             embedded.joins(thread)
             shown = products()
@@ -607,5 +612,6 @@ def test_a_screenshot_of_the_chat_on_a_shops_page_in_dark_mode(
             path = target / "embed-dark.png"
             page.screenshot(path=str(path), animations="disabled")
             assert png_size(path) == (1280, 800)
+            agent.close()
         finally:
             embedded.close()

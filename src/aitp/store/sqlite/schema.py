@@ -98,8 +98,6 @@ CREATE TABLE IF NOT EXISTS api_keys (
     prefix TEXT NOT NULL,
     expires_at INTEGER
 );
--- purging expired keys, which each key with an expiry made does (every customer session): no table scan
-CREATE INDEX IF NOT EXISTS api_keys_by_expiry ON api_keys (expires_at);
 CREATE TABLE IF NOT EXISTS capability_versions (
     position INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL,
